@@ -1,0 +1,38 @@
+# One entry point for people and CI. Everything installs into .venv from the package registries.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup dev test lint fmt bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+## Start the embedded broker, a worker, replay the bundled sample traffic and show verdicts live.
+dev: setup
+	$(BIN)/verdictflow dev
+
+## Lint, type-check, then the whole test suite (unit, agent, integration through the embedded broker).
+test: setup lint
+	$(BIN)/pytest
+
+lint: setup
+	$(BIN)/ruff check verdictflow tests bench
+	$(BIN)/ruff format --check verdictflow tests bench
+	$(BIN)/mypy
+
+fmt: setup
+	$(BIN)/ruff format verdictflow tests bench
+	$(BIN)/ruff check --fix verdictflow tests bench
+
+bench: setup
+	$(BIN)/python bench/answers_throughput.py
+
+clean:
+	rm -rf $(VENV) .verdictflow .pytest_cache .mypy_cache .ruff_cache

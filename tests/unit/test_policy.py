@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+import pytest
+
+from verdictflow.evaluators.policy import Policy, gate, load_policy
+from verdictflow.exceptions import PolicyError
+from verdictflow.models.verdicts import Decision, ReasonCode
+
+
+def test_defaults_without_file():
+    policy = load_policy(None)
+    assert policy.groundedness.threshold == 0.80
+    assert policy.consistency.threshold == 0.60
+
+
+def test_file_overrides_and_digest_tracks_effective_config(tmp_path):
+    explicit_defaults = tmp_path / "same.yaml"
+    explicit_defaults.write_text("groundedness:\n  threshold: 0.8\n")
+    stricter = tmp_path / "strict.yaml"
+    stricter.write_text("groundedness:\n  threshold: 0.9\n")
+    assert load_policy(explicit_defaults).digest() == Policy().digest()
+    assert load_policy(stricter).digest() != Policy().digest()
+    assert load_policy(stricter).groundedness.threshold == 0.9
+
+
+def test_tokenizer_option_changes_digest():
+    assert Policy(tokenizer={"remove_stopwords": True}).digest() != Policy().digest()
+
+
+@pytest.mark.parametrize(("text", "fragment"), [
+    ("groundedness:\n  threshold: 1.5\n", "less than or equal to 1"),
+    ("groundednes:\n  threshold: 0.5\n", "Extra inputs are not permitted"),
+    ("- a\n- b\n", "must hold a mapping"),
+    ("groundedness: [unclosed\n", "not valid YAML"),
+    ("consistency:\n  threshold: high\n", "valid number"),
+])
+def test_malformed_policy_is_refused_with_a_clear_reason(tmp_path, text, fragment):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(PolicyError, match=fragment):
+        load_policy(path)
+
+
+def test_missing_policy_file(tmp_path):
+    with pytest.raises(PolicyError, match="cannot read"):
+        load_policy(tmp_path / "absent.yaml")
+
+
+def test_gate_is_inclusive_at_threshold():
+    assert gate(0.8, 0.8)[0] is Decision.PASS
+    decision, reason = gate(0.7999, 0.8)
+    assert decision is Decision.FAIL
+    assert reason.code is ReasonCode.BELOW_THRESHOLD

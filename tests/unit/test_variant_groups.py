@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+from verdictflow.evaluators import variant_groups as vg
+from verdictflow.models.events import AnswerEvent
+
+
+def ev(**kw):
+    return AnswerEvent.model_validate({"id": "a", "answer": "x", **kw})
+
+
+def test_self_contained_rules():
+    assert vg.is_self_contained(ev())  # no request_id: alone
+    assert vg.is_self_contained(ev(request_id="r", variants=["y"]))  # inline variants
+    assert not vg.is_self_contained(ev(request_id="r"))  # waits for the window
+    assert not vg.is_self_contained(ev(request_id="r", expected_variants=3, variants=["y"]))
+    assert vg.is_self_contained(ev(request_id="r", expected_variants=2, variants=["y"]))
+
+
+def test_contributions_name_variants():
+    assert vg.contributions(ev(variants=["y", "z"])) == [("a", "x"), ("a#v1", "y"), ("a#v2", "z")]
+
+
+def test_duplicates_do_not_inflate_a_group():
+    state = vg.new_group(ev(request_id="r", expected_variants=3), deadline=0.0)
+    first = ev(id="a", request_id="r", expected_variants=3)
+    state = vg.add_event(state, first, max_variants=32)
+    state = vg.add_event(state, first, max_variants=32)
+    assert len(state["answers"]) == 1
+    assert not vg.is_complete(state)
+    state = vg.add_event(state, ev(id="b", request_id="r", variants=["c"]), max_variants=32)
+    assert vg.is_complete(state)
+    assert [a for a, _ in vg.answers_of(state)] == ["a", "b", "b#v1"]
+
+
+def test_overflow_is_counted_and_completes():
+    state = vg.new_group(ev(request_id="r", expected_variants=10), deadline=0.0)
+    state = vg.add_event(state, ev(request_id="r", expected_variants=10,
+                                   variants=["1", "2", "3"]), max_variants=2)
+    assert state["truncated"] == 2
+    assert vg.is_complete(state)
+
+
+def test_open_group_without_expected_never_completes_by_count():
+    state = vg.new_group(ev(request_id="r"), deadline=0.0)
+    for i in range(5):
+        state = vg.add_event(state, ev(id=f"a{i}", request_id="r"), max_variants=32)
+    assert not vg.is_complete(state)
+
+
+def test_closed_marker_drops_texts():
+    state = vg.add_event(vg.new_group(ev(request_id="r"), 0.0), ev(request_id="r"), 32)
+    marker = vg.closed_marker(state, forget_at=99.0)
+    assert marker["done"] and marker["answers"] == [] and marker["deadline"] == 99.0

@@ -1,0 +1,3 @@
+from verdictflow.cli import main
+
+main()

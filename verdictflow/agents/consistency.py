@@ -1,0 +1,140 @@
+"""Consistency agent: collects the variants of one request across events in a Faust table.
+
+Input is the internal topic ``internal.consistency-groups``, keyed by request, carrying two
+message types: ``answer`` (an event forwarded by the answers agent) and ``close`` (sent by this
+module's timer when a group's window has passed). Keeping both on one topic means every change
+to a group happens inside stream processing, in the partition that owns the group, which is
+what a changelog-backed table needs.
+
+The table's changelog partition is chosen by the producer's partitioner from the same key bytes
+as the internal topic (``use_partitioner=True``), so a group's state and its messages always
+live in the same partition number, and a restarted worker recovers the open groups it owns.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import faust
+import orjson
+
+from verdictflow.evaluators import variant_groups as vg
+from verdictflow.evaluators.answer_verdicts import ScoringContext, score_consistency
+from verdictflow.models.events import AnswerEvent
+from verdictflow.models.verdicts import Verdict
+from verdictflow.streams.outbox import Outbox, send_model
+from verdictflow.streams.records import Record
+from verdictflow.streams.settings import Settings
+from verdictflow.streams.topics import CONSISTENCY_GROUPS, verdict_topic
+
+logger = logging.getLogger(__name__)
+
+_FORWARDED_FIELDS = {"id", "request_id", "answer", "variants", "expected_variants", "model",
+                     "tenant", "group", "ts"}
+
+
+def group_message(event: AnswerEvent) -> bytes:
+    """An ``answer`` message: the event without its contexts (not needed for Q2)."""
+    return orjson.dumps({"type": "answer", "event": event.model_dump(include=_FORWARDED_FIELDS)})
+
+
+def close_message(key: str) -> bytes:
+    return orjson.dumps({"type": "close", "key": key})
+
+
+class GroupStore:
+    """The per-request state plus the close-message bookkeeping of this worker."""
+
+    def __init__(self, table: Any, ctx: ScoringContext, settings: Settings) -> None:
+        self.table = table
+        self.ctx = ctx
+        self.settings = settings
+        self.close_sent: dict[str, float] = {}
+
+    def _finish(self, key: str, state: vg.GroupState, closed_by: str, now: float) -> Verdict:
+        verdict = score_consistency(
+            key, vg.answers_of(state), self.ctx, vg.meta_of(state),
+            expected=state["expected"], closed_by=closed_by, truncated=state["truncated"],
+        )
+        self.table[key] = vg.closed_marker(state, now + self.settings.consistency_forget_seconds)
+        return verdict
+
+    def on_answer(self, event: AnswerEvent, now: float) -> Verdict | None:
+        key = event.group_key
+        state = self.table.get(key)
+        if state is None:
+            window = self.ctx.policy.consistency.window_seconds
+            state = vg.new_group(event, deadline=now + window)
+        elif state["done"]:
+            logger.info("late answer %s for closed request %s ignored", event.id, key)
+            return None
+        state = vg.add_event(state, event, self.ctx.policy.consistency.max_variants)
+        if vg.is_complete(state):
+            return self._finish(key, state, "complete", now)
+        self.table[key] = state
+        return None
+
+    def on_close(self, key: str, now: float) -> Verdict | None:
+        self.close_sent.pop(key, None)
+        state = self.table.get(key)
+        if state is None or now < state["deadline"]:
+            return None
+        if state["done"]:
+            del self.table[key]
+            return None
+        return self._finish(key, state, "window", now)
+
+    def due_for_close(self, now: float, resend_after: float) -> list[str]:
+        """Keys whose deadline passed and that have no close message in flight."""
+        due = []
+        for key, state in list(self.table.items()):
+            sent = self.close_sent.get(key)
+            if state["deadline"] <= now and (sent is None or now - sent > resend_after):
+                self.close_sent[key] = now
+                due.append(key)
+        return due
+
+
+async def process_group_record(record: Record, store: GroupStore, outbox: Outbox) -> None:
+    """Apply one internal message. Internal messages are produced by us; a bad one is logged."""
+    try:
+        msg = orjson.loads(record.value or b"")
+        now = time.time()
+        if msg["type"] == "answer":
+            verdict = store.on_answer(AnswerEvent.model_validate(msg["event"]), now)
+        else:
+            verdict = store.on_close(str(msg["key"]), now)
+    except Exception:
+        logger.exception("unusable internal message at %s", record.where)
+        return
+    if verdict is not None:
+        headers = {"vf-source": record.where.encode()}
+        await send_model(outbox, verdict_topic(verdict.kind), verdict.input_id, verdict, headers)
+
+
+def register(
+    app: faust.App, topics: Mapping[str, Any], outbox: Outbox, ctx: ScoringContext,
+    settings: Settings,
+) -> Any:
+    """Declare the groups table, the consistency agent and its window-closing timer."""
+    table = app.Table(
+        "consistency-groups", key_type=str, partitions=settings.partitions,
+        use_partitioner=True,
+    )
+    store = GroupStore(table, ctx, settings)
+    tick = settings.consistency_tick_seconds
+
+    @app.agent(topics[CONSISTENCY_GROUPS], name="vf-consistency")
+    async def consistency_agent(stream: Any) -> None:
+        async for event in stream.events():
+            await process_group_record(Record.from_faust(event.message), store, outbox)
+
+    @app.timer(tick, name="vf-consistency-close-windows")
+    async def close_expired_windows() -> None:
+        for key in store.due_for_close(time.time(), resend_after=10 * tick):
+            await outbox.send(CONSISTENCY_GROUPS, key, close_message(key))
+
+    return consistency_agent

@@ -1,0 +1,174 @@
+"""The ``verdictflow`` command. Settings are built here, once, and passed down."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import orjson
+import typer
+from rich.console import Console
+from rich.progress import Progress
+
+from verdictflow.exceptions import VerdictflowError
+from verdictflow.streams.settings import Settings
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+eval_app = typer.Typer(no_args_is_help=True, help="Score events from a file, without a broker.")
+app.add_typer(eval_app, name="eval")
+err = Console(stderr=True)
+
+BrokerOpt = Annotated[str | None, typer.Option("--broker", help="kafka://host:port (default: "
+                                               "$VERDICTFLOW_BROKER or kafka://127.0.0.1:9092)")]
+PrefixOpt = Annotated[str | None, typer.Option("--prefix", help="Topic prefix (default vf.)")]
+PolicyOpt = Annotated[Path | None, typer.Option("--policy", help="Policy YAML (thresholds).")]
+
+
+def build_settings(**overrides: Any) -> Settings:
+    """Settings from the environment, overridden by the options actually given."""
+    given = {k: v for k, v in overrides.items() if v is not None}
+    if "prefix" in given:
+        given["topic_prefix"] = given.pop("prefix")
+    return Settings(**given)
+
+
+def _setup_logging(level: str = "info") -> None:
+    logging.basicConfig(level=level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+@app.command()
+def broker(port: Annotated[int, typer.Option(help="Port on 127.0.0.1")] = 9092) -> None:
+    """Run the embedded Kafka-protocol broker (Tansu) in the foreground."""
+    from verdictflow.streams.broker import EmbeddedBroker
+
+    _setup_logging()
+    embedded = EmbeddedBroker(port=port).start()
+    err.print(f"embedded broker ready at [bold]{embedded.url}[/] (memory storage; Ctrl-C stops)")
+    try:
+        embedded.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        embedded.stop()
+
+
+@app.command()
+def worker(
+    broker: BrokerOpt = None, prefix: PrefixOpt = None, policy: PolicyOpt = None,
+    app_id: Annotated[str | None, typer.Option(help="Consumer group / app id")] = None,
+    log_level: Annotated[str, typer.Option(help="debug, info, warning")] = "info",
+) -> None:
+    """Run a Faust worker: answers (groundedness) and consistency agents."""
+    from verdictflow.streams.worker import run_worker
+
+    _setup_logging(log_level)
+    run_worker(build_settings(broker=broker, prefix=prefix, policy=policy, app_id=app_id,
+                              log_level=log_level))
+
+
+@app.command()
+def replay(
+    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="JSONL events")],
+    topic: Annotated[str, typer.Option(help="Topic, short (answers) or full name")] = "answers",
+    broker: BrokerOpt = None, prefix: PrefixOpt = None,
+) -> None:
+    """Produce each line of a JSONL file to a topic, as is (malformed lines included)."""
+    from verdictflow.scoring_jobs.replay import read_lines
+    from verdictflow.scoring_jobs.replay import replay as do_replay
+
+    settings = build_settings(broker=broker, prefix=prefix)
+    lines = read_lines(file)
+    with Progress(console=err, transient=True) as progress:
+        task = progress.add_task(f"replaying {file.name}", total=len(lines))
+        sent = asyncio.run(do_replay(lines, topic, settings,
+                                     lambda n: progress.update(task, completed=n)))
+    err.print(f"sent {sent} records to {settings.topic_prefix}{topic.removeprefix(settings.topic_prefix)}")
+
+
+@app.command()
+def tail(
+    topic: Annotated[list[str], typer.Argument(help="Topics (short or full names)")],
+    broker: BrokerOpt = None, prefix: PrefixOpt = None,
+    from_beginning: Annotated[bool, typer.Option("--from-beginning")] = False,
+    count: Annotated[int | None, typer.Option(help="Stop after N records")] = None,
+    timeout: Annotated[float | None, typer.Option(help="Stop after S idle seconds")] = None,
+) -> None:
+    """Print topic values as JSON lines (what a monitoring consumer sees)."""
+    from verdictflow.scoring_jobs.tail import tail as do_tail
+
+    settings = build_settings(broker=broker, prefix=prefix)
+
+    async def run() -> None:
+        async for _, value in do_tail(topic, settings, from_beginning=from_beginning,
+                                      count=count, timeout=timeout):
+            sys.stdout.buffer.write(value + b"\n")
+            sys.stdout.flush()
+
+    asyncio.run(run())
+
+
+@eval_app.command("answers")
+def eval_answers(
+    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="JSONL AnswerEvents")],
+    policy: PolicyOpt = None,
+    fmt: Annotated[str, typer.Option("--format", help="jsonl (verdicts) or table")] = "jsonl",
+) -> None:
+    """Score answers offline with the agents' code: one verdict per line on stdout,
+    dead letters on stderr."""
+    from verdictflow.evaluators.answer_verdicts import ScoringContext
+    from verdictflow.evaluators.policy import load_policy
+    from verdictflow.scoring_jobs.eval_answers import evaluate_answers
+
+    ctx = ScoringContext(load_policy(policy))
+    outputs = list(evaluate_answers(file.read_bytes().splitlines(), ctx, source=str(file)))
+    verdicts = [o.verdict for o in outputs if o.verdict is not None]
+    for o in outputs:
+        if o.dead_letter is not None:
+            sys.stderr.write(o.dead_letter.model_dump_json() + "\n")
+    if fmt == "table":
+        from verdictflow.scoring_jobs.render import verdict_table
+
+        Console().print(verdict_table(verdicts))
+    else:
+        for v in verdicts:
+            sys.stdout.buffer.write(orjson.dumps(v.model_dump(mode="json")) + b"\n")
+
+
+@app.command()
+def schemas(out: Annotated[Path, typer.Option("--out", help="Output directory")] = Path("schemas")
+            ) -> None:
+    """Write one JSON Schema per topic value, for consumers in other languages."""
+    from verdictflow.models.schemas import write_schemas
+
+    for path in write_schemas(out):
+        typer.echo(str(path))
+
+
+@app.command()
+def dev(
+    port: Annotated[int | None, typer.Option(help="Broker port (default: a free one)")] = None,
+    sample: Annotated[Path | None, typer.Option(help="JSONL answers to replay")] = None,
+    policy: PolicyOpt = None,
+    exit_after_replay: Annotated[bool, typer.Option("--exit-after-replay",
+                                                    help="Exit once every verdict arrived")] = False,
+    timeout: Annotated[float, typer.Option(help="Give up waiting after S seconds")] = 120.0,
+) -> None:
+    """Embedded broker + worker, replay sample traffic, and show verdicts as they arrive."""
+    from verdictflow.dev import run_dev
+
+    _setup_logging("warning")
+    raise typer.Exit(run_dev(port=port, sample=sample, policy=policy,
+                             exit_after_replay=exit_after_replay, timeout=timeout))
+
+
+def main() -> None:
+    """Entry point: turn expected errors into one clear line and exit code 2."""
+    try:
+        app()
+    except VerdictflowError as exc:
+        err.print(f"[red]error:[/] {exc}")
+        sys.exit(2)

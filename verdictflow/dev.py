@@ -1,0 +1,124 @@
+"""``verdictflow dev``: the whole pipeline on one machine, for a first look.
+
+Starts the embedded broker, one worker process, replays bundled sample traffic, and shows the
+verdicts as they arrive, checking them against the offline evaluation of the same file: every
+verdict streamed must equal (byte for byte) the one ``verdictflow eval answers`` computes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from importlib import resources
+from pathlib import Path
+
+import orjson
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from verdictflow.evaluators.answer_verdicts import ScoringContext
+from verdictflow.evaluators.policy import load_policy
+from verdictflow.scoring_jobs.eval_answers import evaluate_answers
+from verdictflow.scoring_jobs.replay import read_lines, replay
+from verdictflow.scoring_jobs.tail import tail
+from verdictflow.streams.broker import EmbeddedBroker
+from verdictflow.streams.settings import Settings
+from verdictflow.streams.topics import DEAD_LETTERS, VERDICT_TOPICS
+
+console = Console()
+
+
+def sample_path() -> Path:
+    return Path(str(resources.files("verdictflow") / "samples" / "answers.jsonl"))
+
+
+def _counts_table(counts: Counter[tuple[str, str]], dead: int, seen: int, expected: int) -> Table:
+    table = Table(title=f"verdicts received: {seen}/{expected}, dead letters: {dead}")
+    table.add_column("kind")
+    for decision in ("PASS", "FAIL", "DEFER"):
+        table.add_column(decision, justify="right")
+    for kind in sorted({k for k, _ in counts}):
+        table.add_row(kind, *(str(counts[(kind, d)]) for d in ("PASS", "FAIL", "DEFER")))
+    return table
+
+
+def run_dev(*, port: int | None, sample: Path | None, policy: Path | None,
+            exit_after_replay: bool, timeout: float) -> int:
+    """Run everything; return the process exit code (0 when all verdicts arrived and match)."""
+    sample = sample or sample_path()
+    data_dir = Path(".verdictflow")
+    data_dir.mkdir(exist_ok=True)
+    ctx = ScoringContext(load_policy(policy))
+    expected = {o.verdict.verdict_id: orjson.dumps(o.verdict.model_dump(mode="json"))
+                for o in evaluate_answers(read_lines(sample), ctx) if o.verdict}
+    with EmbeddedBroker(port=port, log_path=data_dir / "broker.log") as broker:
+        settings = Settings(broker=broker.url, broker_profile="embedded", policy=policy,
+                            app_id="verdictflow-dev", data_dir=data_dir)
+        console.print(f"[bold]embedded broker[/] {broker.url}  (log: {data_dir / 'broker.log'})")
+        env = {**os.environ, "VERDICTFLOW_BROKER": broker.url, "VERDICTFLOW_APP_ID": settings.app_id,
+               "VERDICTFLOW_BROKER_PROFILE": "embedded"}
+        cmd = [sys.executable, "-m", "verdictflow", "worker"]
+        if policy:
+            cmd += ["--policy", str(policy)]
+        with open(data_dir / "worker.log", "ab") as log:
+            worker = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+        console.print(f"[bold]worker[/] pid {worker.pid}  (log: {data_dir / 'worker.log'})")
+        try:
+            lines = read_lines(sample)
+            asyncio.run(replay(lines, "answers", settings))
+            console.print(f"[bold]replayed[/] {len(lines)} events from {sample}")
+            return asyncio.run(_watch(settings, expected, worker, exit_after_replay, timeout))
+        except KeyboardInterrupt:
+            return 0
+        finally:
+            worker.terminate()
+            try:
+                worker.wait(15)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+
+
+async def _watch(settings: Settings, expected: dict[str, bytes], worker: subprocess.Popen[bytes],
+                 exit_after_replay: bool, timeout: float) -> int:
+    counts: Counter[tuple[str, str]] = Counter()
+    seen: dict[str, bytes] = {}
+    mismatched: list[str] = []
+    dead = 0
+    started = time.monotonic()
+    with Live(_counts_table(counts, dead, 0, len(expected)), console=console,
+              refresh_per_second=4) as live:
+        def should_stop() -> bool:
+            if worker.poll() is not None:
+                return True
+            if not exit_after_replay:
+                return False
+            return len(seen) >= len(expected) or time.monotonic() - started > timeout
+
+        async for topic, value in tail([*VERDICT_TOPICS, DEAD_LETTERS], settings,
+                                       from_beginning=True, should_stop=should_stop):
+            if topic.endswith(DEAD_LETTERS):
+                dead += 1
+            else:
+                verdict = orjson.loads(value)
+                vid = verdict["verdict_id"]
+                if vid not in seen:
+                    counts[(verdict["kind"], verdict["decision"])] += 1
+                    seen[vid] = value
+                    if expected.get(vid) != value:
+                        mismatched.append(vid)
+                    score = "-" if verdict["score"] is None else f"{verdict['score']:.4f}"
+                    live.console.print(f"{verdict['kind']:>13} {verdict['input_id']:<24} "
+                                       f"{score:>7} {verdict['decision']}")
+            live.update(_counts_table(counts, dead, len(seen), len(expected)))
+    missing = len(expected) - len(seen)
+    console.print(f"{len(seen)} verdicts, {dead} dead letters, {missing} missing, "
+                  f"{len(mismatched)} differing from offline eval")
+    if worker.poll() is not None:
+        console.print(f"[red]worker exited with code {worker.returncode}[/]; see its log")
+        return 1
+    return 0 if missing == 0 and not mismatched else 1

@@ -1,0 +1,1 @@
+"""Pure scoring code: no I/O, no clock, no randomness. Same input + policy => same verdict."""

@@ -1,0 +1,172 @@
+"""Turn Q1/Q2 results into verdict records: decision, typed reasons, capped evidence, ids.
+
+This is still pure code: the stream agents, ``verdictflow eval`` and the tests all call these
+functions, which is what makes streamed and offline verdicts byte-identical.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from verdictflow.evaluators.consistency import mean_pairwise_jaccard
+from verdictflow.evaluators.groundedness import groundedness
+from verdictflow.evaluators.policy import Policy, defer, gate
+from verdictflow.evaluators.tokenize import Tokenizer
+from verdictflow.models.events import AnswerEvent
+from verdictflow.models.verdicts import Decision, Reason, ReasonCode, Verdict, VerdictKind
+
+
+@dataclass(frozen=True)
+class ScoringContext:
+    """What scoring needs besides the input, built once per process from a policy."""
+
+    policy: Policy
+    tokenizer: Tokenizer = field(init=False)
+    config_digest: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tokenizer", self.policy.make_tokenizer())
+        object.__setattr__(self, "config_digest", self.policy.digest())
+
+
+@dataclass(frozen=True, slots=True)
+class VerdictMeta:
+    """Pass-through attributes of the input that monitoring slices by."""
+
+    model: str | None = None
+    tenant: str | None = None
+    group: str | None = None
+    event_ts: float | None = None
+
+    @classmethod
+    def of(cls, event: AnswerEvent) -> VerdictMeta:
+        return cls(model=event.model, tenant=event.tenant, group=event.group, event_ts=event.ts)
+
+
+def verdict_id(input_id: str, kind: VerdictKind, config_digest: str) -> str:
+    """Deterministic id: a re-processed input yields the same id, so duplicates collapse."""
+    material = f"{input_id}\x1f{kind.value}\x1f{config_digest}".encode()
+    return hashlib.sha256(material).hexdigest()[:32]
+
+
+def capped(items: Sequence[Any], limit: int) -> list[Any]:
+    """The first ``limit`` items; callers record the full count beside the list."""
+    return list(items[:limit])
+
+
+def _verdict(
+    ctx: ScoringContext,
+    kind: VerdictKind,
+    input_id: str,
+    score: float | None,
+    threshold: float,
+    decision: tuple[Decision, Reason],
+    evidence: dict[str, Any],
+    meta: VerdictMeta,
+    extra_reasons: Sequence[Reason] = (),
+) -> Verdict:
+    return Verdict(
+        verdict_id=verdict_id(input_id, kind, ctx.config_digest),
+        kind=kind,
+        input_id=input_id,
+        score=score,
+        threshold=threshold,
+        decision=decision[0],
+        reasons=[decision[1], *extra_reasons],
+        evidence=evidence,
+        config_digest=ctx.config_digest,
+        tokenizer_version=ctx.tokenizer.version,
+        model=meta.model,
+        tenant=meta.tenant,
+        group=meta.group,
+        event_ts=meta.event_ts,
+    )
+
+
+def score_groundedness(event: AnswerEvent, ctx: ScoringContext) -> Verdict:
+    """Q1 verdict for one answer; DEFER on an empty answer or no usable context."""
+    tok = ctx.tokenizer
+    cap = ctx.policy.evidence.max_tokens
+    threshold = ctx.policy.groundedness.threshold
+    passages = event.context_passages
+    answer_tokens = tok.tokens(event.answer)
+    context_tokens = [tok.tokens(c.text) for c in passages]
+    result = groundedness(answer_tokens, context_tokens)
+    evidence: dict[str, Any] = {
+        "answer_token_count": len(result.answer_tokens),
+        "covered_count": len(result.covered),
+        "covered": capped(result.covered, cap),
+        "uncovered": capped(result.uncovered, cap),
+        "contexts": len(passages),
+        "context_doc_ids": [c.doc_id for c in passages if c.doc_id is not None][:cap],
+    }
+    if result.score is None:
+        decision = defer(ReasonCode.EMPTY_ANSWER, "the answer has no tokens")
+    elif not any(context_tokens):
+        decision = defer(ReasonCode.NO_CONTEXTS, f"{len(passages)} contexts, none with tokens")
+    else:
+        decision = gate(result.score, threshold)
+    score = result.score if decision[0] is not Decision.DEFER else None
+    return _verdict(
+        ctx, VerdictKind.GROUNDEDNESS, event.id, score, threshold, decision, evidence,
+        VerdictMeta.of(event),
+    )
+
+
+def score_consistency(
+    input_id: str,
+    answers: Sequence[tuple[str, str]],
+    ctx: ScoringContext,
+    meta: VerdictMeta,
+    *,
+    expected: int | None = None,
+    closed_by: str = "complete",
+    truncated: int = 0,
+) -> Verdict:
+    """Q2 verdict over one request's answers, given as (answer_id, text) pairs.
+
+    Answers are sorted by id first, so the verdict does not depend on arrival order.
+    ``closed_by`` is ``complete`` (all expected answers seen) or ``window`` (window closed or
+    input ended first). Fail closed: fewer than two answers, all answers empty, or a window
+    that closed before ``expected`` answers arrived give DEFER (with the partial score kept).
+    """
+    tok = ctx.tokenizer
+    threshold = ctx.policy.consistency.threshold
+    ordered = sorted(answers)
+    token_sets = [tok.tokens(text) for _, text in ordered]
+    result = mean_pairwise_jaccard(token_sets)
+    ids = [answer_id for answer_id, _ in ordered]
+    max_pairs = ctx.policy.evidence.max_pairs
+    evidence: dict[str, Any] = {
+        "n": len(ordered),
+        "expected": expected,
+        "closed_by": closed_by,
+        "answers": [{"id": i, "tokens": len(t)} for i, t in zip(ids, token_sets, strict=True)],
+        "pair_count": len(result.pairs),
+        "pairs": [
+            {"a": ids[i], "b": ids[j], "jaccard": score}
+            for i, j, score in capped(result.pairs, max_pairs)
+        ],
+    }
+    extra: list[Reason] = []
+    if truncated:
+        extra.append(Reason(
+            code=ReasonCode.VARIANTS_TRUNCATED,
+            detail=f"{truncated} answers beyond max_variants were ignored",
+        ))
+    n = len(ordered)
+    if result.score is None:
+        decision = defer(ReasonCode.FEWER_THAN_TWO_VARIANTS, f"{n} answer(s); need at least 2")
+    elif not any(token_sets):
+        decision = defer(ReasonCode.ALL_VARIANTS_EMPTY, f"all {n} answers have no tokens")
+    elif expected is not None and n < expected:
+        decision = defer(ReasonCode.WINDOW_CLOSED, f"window closed with {n} of {expected} answers")
+    else:
+        decision = gate(result.score, threshold)
+    return _verdict(
+        ctx, VerdictKind.CONSISTENCY, input_id, result.score, threshold, decision, evidence, meta,
+        extra,
+    )

@@ -1,0 +1,111 @@
+"""The decision policy: thresholds and options from a YAML file, and the fail-closed gate.
+
+A policy is validated strictly (unknown keys and out-of-range values are errors), so a worker
+refuses to start on a malformed file instead of gating traffic with a wrong threshold. Its
+digest covers the *effective* configuration (defaults filled in) plus the tokenizer version, so
+two files that mean the same thing share a digest and any change that can move a verdict
+changes it.
+
+Default thresholds are placeholders until calibrated on a golden set: 0.80 for groundedness
+and 0.60 for consistency (the spec's toy examples: Q1 1.00 passes, 0.60 fails; Q2 0.6556 passes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Annotated
+
+import orjson
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from verdictflow.evaluators.tokenize import Tokenizer
+from verdictflow.exceptions import PolicyError
+from verdictflow.models.codec import summarize_validation_error
+from verdictflow.models.verdicts import Decision, Reason, ReasonCode
+
+Unit = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TokenizerOptions(_Strict):
+    remove_stopwords: bool = False
+
+
+class GroundednessPolicy(_Strict):
+    threshold: Unit = 0.80
+
+
+class ConsistencyPolicy(_Strict):
+    threshold: Unit = 0.60
+    window_seconds: Annotated[float, Field(gt=0, le=86_400)] = 30.0
+    max_variants: Annotated[int, Field(ge=2, le=256)] = 32
+
+
+class EvidencePolicy(_Strict):
+    """Caps on evidence lists, so a verdict stays small whatever the input size."""
+
+    max_tokens: Annotated[int, Field(ge=0, le=10_000)] = 64
+    max_pairs: Annotated[int, Field(ge=0, le=10_000)] = 45
+
+
+class Policy(_Strict):
+    """Everything that can change a verdict, and nothing else."""
+
+    version: int = 1
+    tokenizer: TokenizerOptions = TokenizerOptions()
+    groundedness: GroundednessPolicy = GroundednessPolicy()
+    consistency: ConsistencyPolicy = ConsistencyPolicy()
+    evidence: EvidencePolicy = EvidencePolicy()
+
+    def make_tokenizer(self) -> Tokenizer:
+        return Tokenizer(remove_stopwords=self.tokenizer.remove_stopwords)
+
+    def digest(self) -> str:
+        """SHA-256 of the canonical effective configuration, tokenizer version included."""
+        payload = {
+            "policy": self.model_dump(mode="json"),
+            "tokenizer_version": self.make_tokenizer().version,
+        }
+        return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def load_policy(path: Path | str | None) -> Policy:
+    """Read a policy YAML file (None = built-in defaults), or raise :class:`PolicyError`."""
+    if path is None:
+        return Policy()
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise PolicyError(f"cannot read policy file {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise PolicyError(f"policy file {path} is not valid YAML: {exc}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise PolicyError(f"policy file {path} must hold a mapping, not {type(data).__name__}")
+    try:
+        return Policy.model_validate(data)
+    except ValidationError as exc:
+        raise PolicyError(f"policy file {path} is invalid: {summarize_validation_error(exc)}") from None
+
+
+def gate(score: float, threshold: float) -> tuple[Decision, Reason]:
+    """PASS at or above threshold, FAIL below it."""
+    if score >= threshold:
+        return Decision.PASS, Reason(
+            code=ReasonCode.AT_OR_ABOVE_THRESHOLD, detail=f"score {score:.4f} >= {threshold:.4f}"
+        )
+    return Decision.FAIL, Reason(
+        code=ReasonCode.BELOW_THRESHOLD, detail=f"score {score:.4f} < {threshold:.4f}"
+    )
+
+
+def defer(code: ReasonCode, detail: str) -> tuple[Decision, Reason]:
+    """Insufficient input: never PASS."""
+    return Decision.DEFER, Reason(code=code, detail=detail)

@@ -1,0 +1,99 @@
+"""Collecting the variants of one request across events (pure state transitions).
+
+A request's consistency set is every answer (and inline variant) of the events sharing its
+``request_id``. The collection closes when ``expected_variants`` answers are in, or when the
+window closes. The state is a JSON-able dict, so the stream driver can keep it in a Faust table
+and the offline driver in a plain dict, with identical results.
+
+Rules (documented in the README):
+- An event's answers are ``(id, answer)`` then ``(id#v1, variants[0])``, ...; an answer id seen
+  twice is counted once, so at-least-once redelivery never inflates a group.
+- ``expected`` is the event's ``expected_variants``; without it, an event with inline variants
+  or without a request_id is complete on its own, and a bare answer with a request_id waits for
+  the window.
+- The first event to give ``expected`` sets it for the group.
+- After a group closes its key is remembered (``done``) for a while, so a late duplicate does not
+  open a second group whose verdict would contradict the first under the same verdict_id.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from verdictflow.evaluators.answer_verdicts import VerdictMeta
+from verdictflow.models.events import AnswerEvent
+
+GroupState = dict[str, Any]
+
+
+def contributions(event: AnswerEvent) -> list[tuple[str, str]]:
+    """The (answer_id, text) pairs one event adds to its request's consistency set."""
+    return [(event.id, event.answer)] + [
+        (f"{event.id}#v{i}", text) for i, text in enumerate(event.variants, start=1)
+    ]
+
+
+def expected_count(event: AnswerEvent) -> int | None:
+    """How many answers complete the group, or None when only the window can close it."""
+    if event.expected_variants is not None:
+        return event.expected_variants
+    if event.variants or event.request_id is None:
+        return 1 + len(event.variants)
+    return None
+
+
+def is_self_contained(event: AnswerEvent) -> bool:
+    """True when this event alone completes its group (no collection needed)."""
+    expected = expected_count(event)
+    return expected is not None and len(contributions(event)) >= expected
+
+
+def new_group(event: AnswerEvent, deadline: float) -> GroupState:
+    meta = VerdictMeta.of(event)
+    return {
+        "answers": [],
+        "expected": None,
+        "deadline": deadline,
+        "truncated": 0,
+        "done": False,
+        "meta": [meta.model, meta.tenant, meta.group, meta.event_ts],
+    }
+
+
+def add_event(state: GroupState, event: AnswerEvent, max_variants: int) -> GroupState:
+    """A new state with the event's answers added (duplicates ignored, overflow counted)."""
+    answers = [list(a) for a in state["answers"]]
+    seen = {a[0] for a in answers}
+    truncated = state["truncated"]
+    for answer_id, text in contributions(event):
+        if answer_id in seen:
+            continue
+        if len(answers) >= max_variants:
+            truncated += 1
+            continue
+        answers.append([answer_id, text])
+        seen.add(answer_id)
+    expected = state["expected"]
+    if expected is None:
+        expected = expected_count(event)
+    return {**state, "answers": answers, "expected": expected, "truncated": truncated}
+
+
+def is_complete(state: GroupState) -> bool:
+    """All expected answers are in (a group that overflowed max_variants counts as complete)."""
+    expected = state["expected"]
+    return expected is not None and (len(state["answers"]) >= expected or state["truncated"] > 0)
+
+
+def answers_of(state: GroupState) -> list[tuple[str, str]]:
+    return [(a[0], a[1]) for a in state["answers"]]
+
+
+def meta_of(state: GroupState) -> VerdictMeta:
+    model, tenant, group, event_ts = state["meta"]
+    return VerdictMeta(model=model, tenant=tenant, group=group, event_ts=event_ts)
+
+
+def closed_marker(state: GroupState, forget_at: float) -> GroupState:
+    """What stays in the table after the verdict: enough to ignore late duplicates."""
+    return {**state, "answers": [], "done": True, "deadline": forget_at}

@@ -1,0 +1,57 @@
+"""orjson encoding of topic values and the validating decoder used by every agent.
+
+Decoding turns any malformed record into :class:`InvalidEvent` with a typed code, so the agent
+has exactly one error path (to the dead-letter topic) and never crashes on input.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+import orjson
+from pydantic import BaseModel, ValidationError
+
+from verdictflow.exceptions import InvalidEvent
+
+M = TypeVar("M", bound=BaseModel)
+
+DEFAULT_MAX_EVENT_BYTES = 1_000_000
+_MAX_ERRORS_SHOWN = 3
+
+
+def encode(model: BaseModel) -> bytes:
+    """Serialise a model to compact JSON bytes, fields in declaration order."""
+    return orjson.dumps(model.model_dump(mode="json"))
+
+
+def decode(
+    raw: bytes | None, model: type[M], *, max_bytes: int = DEFAULT_MAX_EVENT_BYTES
+) -> M:
+    """Parse and validate one record value, or raise :class:`InvalidEvent`."""
+    if raw is None or len(raw) == 0:
+        raise InvalidEvent("empty", "record has no value")
+    if len(raw) > max_bytes:
+        raise InvalidEvent("oversized", f"value is {len(raw)} bytes, limit is {max_bytes}")
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        code = "invalid_utf8" if "utf-8" in str(exc).lower() else "not_json"
+        raise InvalidEvent(code, str(exc)[:300]) from None
+    if not isinstance(data, dict):
+        raise InvalidEvent("not_object", f"expected a JSON object, got {type(data).__name__}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise InvalidEvent("schema", summarize_validation_error(exc)) from None
+
+
+def summarize_validation_error(exc: ValidationError) -> str:
+    """First few field errors as ``loc: message``, short enough for a dead-letter record."""
+    parts = []
+    for err in exc.errors()[:_MAX_ERRORS_SHOWN]:
+        loc = ".".join(str(p) for p in err["loc"]) or "<root>"
+        parts.append(f"{loc}: {err['msg']}")
+    more = exc.error_count() - _MAX_ERRORS_SHOWN
+    if more > 0:
+        parts.append(f"(+{more} more)")
+    return "; ".join(parts)

@@ -1,0 +1,37 @@
+"""JSON Schema of each topic value, for monitoring consumers written in other languages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+from pydantic import BaseModel
+
+from verdictflow.models.dead_letter import DeadLetter
+from verdictflow.models.events import AnswerEvent, DocUpdate, EdgeEvent, SummaryEvent
+from verdictflow.models.quality import DocQuality
+from verdictflow.models.verdicts import Verdict, VerdictKind
+
+TOPIC_VALUE_MODELS: dict[str, type[BaseModel]] = {
+    "answers": AnswerEvent,
+    "summaries": SummaryEvent,
+    "docs": DocUpdate,
+    "doc-edges": EdgeEvent,
+    "doc-quality": DocQuality,
+    "dead-letters": DeadLetter,
+    **{f"verdicts.{kind.value}": Verdict for kind in VerdictKind},
+}
+
+
+def write_schemas(out_dir: Path) -> list[Path]:
+    """Write ``<topic>.schema.json`` for every topic; return the paths written, sorted."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for topic, model in sorted(TOPIC_VALUE_MODELS.items()):
+        schema = model.model_json_schema(mode="serialization")
+        schema["$id"] = f"verdictflow/{topic}.schema.json"
+        schema["x-topic"] = topic
+        path = out_dir / f"{topic}.schema.json"
+        path.write_bytes(orjson.dumps(schema, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
+        written.append(path)
+    return written

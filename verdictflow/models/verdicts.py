@@ -1,0 +1,82 @@
+"""The verdict record shared by every verdict kind.
+
+Field order is the serialisation order, and every field is a pure function of the input event
+and the effective configuration, so re-scoring the same input gives byte-identical JSON.
+Processing latency is deliberately not a field: it travels in a Kafka record header instead.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+VERDICT_SCHEMA_VERSION = 1
+
+
+class VerdictKind(StrEnum):
+    """One verdict topic per kind: ``verdicts.<kind>``."""
+
+    GROUNDEDNESS = "groundedness"
+    CONSISTENCY = "consistency"
+    HALLUCINATION = "hallucination"
+    RELEVANCE = "relevance"
+    COMPLETENESS = "completeness"
+    JUDGE = "judge"
+
+
+class Decision(StrEnum):
+    """Fail-closed gate outcome: only a valid input scored at or above threshold passes."""
+
+    PASS = "PASS"
+    FAIL = "FAIL"
+    DEFER = "DEFER"
+
+
+class ReasonCode(StrEnum):
+    """Typed reasons; a DEFER always carries one of the ``insufficient input`` codes."""
+
+    AT_OR_ABOVE_THRESHOLD = "at_or_above_threshold"
+    BELOW_THRESHOLD = "below_threshold"
+    EMPTY_ANSWER = "empty_answer"
+    NO_CONTEXTS = "no_contexts"
+    FEWER_THAN_TWO_VARIANTS = "fewer_than_two_variants"
+    ALL_VARIANTS_EMPTY = "all_variants_empty"
+    WINDOW_CLOSED = "window_closed"
+    VARIANTS_TRUNCATED = "variants_truncated"
+
+
+class Reason(BaseModel):
+    """Why a decision was taken, in a code for machines and a sentence for people."""
+
+    model_config = ConfigDict(frozen=True)
+
+    code: ReasonCode
+    detail: str
+
+
+class Verdict(BaseModel):
+    """One verdict on one input (an answer, a request's variants, a summary).
+
+    ``verdict_id`` = hash(input_id, kind, config_digest): a re-delivered input gives the same id,
+    so consumers deduplicate on it. ``score`` is None only when the input could not be scored.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    schema_version: int = VERDICT_SCHEMA_VERSION
+    verdict_id: str
+    kind: VerdictKind
+    input_id: str
+    score: float | None
+    threshold: float
+    decision: Decision
+    reasons: list[Reason]
+    evidence: dict[str, Any]
+    config_digest: str
+    tokenizer_version: str
+    model: str | None = None
+    tenant: str | None = None
+    group: str | None = None
+    event_ts: float | None = None

@@ -1,0 +1,79 @@
+"""``verdictflow eval answers FILE``: the agents' verdicts for a JSONL file, without a broker.
+
+Each line is scored exactly as the answers and consistency agents would score it, so the
+output equals (byte for byte, per verdict_id) what a worker emits for the same file replayed in
+order. Groups of variants that are still open at the end of the file close as if their window
+had closed (``closed_by: window``). Malformed lines become dead-letter records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from verdictflow.evaluators import variant_groups as vg
+from verdictflow.evaluators.answer_verdicts import (
+    ScoringContext,
+    VerdictMeta,
+    score_consistency,
+    score_groundedness,
+)
+from verdictflow.exceptions import InvalidEvent
+from verdictflow.models.codec import DEFAULT_MAX_EVENT_BYTES, decode
+from verdictflow.models.dead_letter import DeadLetter
+from verdictflow.models.events import AnswerEvent
+from verdictflow.models.verdicts import Verdict
+from verdictflow.streams.records import Record, dead_letter
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """One output of offline evaluation: a verdict or a dead letter."""
+
+    verdict: Verdict | None = None
+    dead_letter: DeadLetter | None = None
+
+
+def evaluate_answers(
+    lines: Iterable[bytes], ctx: ScoringContext, *, source: str = "file",
+    max_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+) -> Iterator[Output]:
+    """Verdicts and dead letters for raw JSONL lines, in the order they become final."""
+    groups: dict[str, vg.GroupState] = {}
+    max_variants = ctx.policy.consistency.max_variants
+    for line_no, raw in enumerate(lines, start=1):
+        raw = raw.rstrip(b"\r\n")
+        if not raw.strip():
+            continue
+        record = Record(topic=source, partition=None, offset=line_no, key=None, value=raw)
+        try:
+            event = decode(raw, AnswerEvent, max_bytes=max_bytes)
+        except InvalidEvent as exc:
+            yield Output(dead_letter=dead_letter(record, exc))
+            continue
+        yield Output(verdict=score_groundedness(event, ctx))
+        if vg.is_self_contained(event):
+            yield Output(verdict=score_consistency(
+                event.group_key, vg.contributions(event), ctx, VerdictMeta.of(event),
+                expected=event.expected_variants,
+            ))
+            continue
+        key = event.group_key
+        state = groups.get(key) or vg.new_group(event, deadline=0.0)
+        if state["done"]:
+            continue
+        state = vg.add_event(state, event, max_variants)
+        if vg.is_complete(state):
+            yield Output(verdict=_finish(key, state, ctx, "complete"))
+            state = vg.closed_marker(state, 0.0)
+        groups[key] = state
+    for key, state in groups.items():
+        if not state["done"]:
+            yield Output(verdict=_finish(key, state, ctx, "window"))
+
+
+def _finish(key: str, state: vg.GroupState, ctx: ScoringContext, closed_by: str) -> Verdict:
+    return score_consistency(
+        key, vg.answers_of(state), ctx, vg.meta_of(state), expected=state["expected"],
+        closed_by=closed_by, truncated=state["truncated"],
+    )

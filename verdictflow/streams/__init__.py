@@ -1,0 +1,1 @@
+"""Stream plumbing: settings, the Faust app factory, the topic registry, the embedded broker."""

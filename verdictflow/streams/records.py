@@ -1,0 +1,57 @@
+"""A driver-neutral view of one consumed record, and the dead-letter builder.
+
+Agents turn Faust messages into :class:`Record` so the processing functions can be called the
+same way from Faust, from tests and from offline tools.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from verdictflow.exceptions import InvalidEvent
+from verdictflow.models.dead_letter import DeadLetter
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    topic: str
+    partition: int | None
+    offset: int | None
+    key: bytes | None
+    value: bytes | None
+    timestamp: float | None = None
+
+    @classmethod
+    def from_faust(cls, message: Any) -> Record:
+        """From a ``faust.types.Message`` (raw key/value serializers)."""
+        value = message.value
+        key = message.key
+        return cls(
+            topic=message.topic,
+            partition=message.partition,
+            offset=message.offset,
+            key=key if isinstance(key, bytes | None) else str(key).encode(),
+            value=value if isinstance(value, bytes | None) else str(value).encode(),
+            timestamp=message.timestamp,
+        )
+
+    @property
+    def where(self) -> str:
+        """``topic[partition]@offset``: how an operator finds the record."""
+        return f"{self.topic}[{self.partition}]@{self.offset}"
+
+
+def dead_letter(record: Record, error: InvalidEvent) -> DeadLetter:
+    """The dead-letter record for an input that could not be scored."""
+    return DeadLetter(
+        source_topic=record.topic,
+        partition=record.partition,
+        offset=record.offset,
+        key=record.key.decode("utf-8", "backslashreplace")[:512] if record.key else None,
+        error_code=error.code,
+        error=error.detail,
+        raw=DeadLetter.preview(record.value),
+        raw_size=len(record.value or b""),
+        ts=record.timestamp,
+    )

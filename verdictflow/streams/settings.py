@@ -1,0 +1,71 @@
+"""Runtime settings, read once at the entry point (env prefix ``VERDICTFLOW_``) and passed in.
+
+Nothing below the entry point reads ``os.environ``: every environment variable name lives here.
+Settings here change *how* the pipeline runs; everything that can change a verdict lives in the
+policy file instead, whose digest goes into each verdict.
+"""
+
+from __future__ import annotations
+
+from ipaddress import ip_address
+from pathlib import Path
+from typing import Annotated, Literal
+from urllib.parse import urlsplit
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_BROKER = "kafka://127.0.0.1:9092"
+
+
+class Settings(BaseSettings):
+    """All knobs of workers and tools. Frozen: build a new one with ``model_copy(update=...)``."""
+
+    model_config = SettingsConfigDict(env_prefix="VERDICTFLOW_", frozen=True, extra="ignore")
+
+    broker: str = DEFAULT_BROKER
+    broker_profile: Literal["auto", "embedded", "kafka"] = "auto"
+    topic_prefix: str = "vf."
+    app_id: str = "verdictflow"
+    partitions: Annotated[int, Field(ge=1, le=10_000)] = 4
+    replication_factor: Annotated[int, Field(ge=1)] = 1
+    store: str = "memory://"
+    data_dir: Path = Path(".verdictflow")
+    policy: Path | None = None
+    max_event_bytes: Annotated[int, Field(ge=1024)] = 1_000_000
+    batch_size: Annotated[int, Field(ge=1, le=10_000)] = 256
+    batch_window_seconds: Annotated[float, Field(gt=0, le=10)] = 0.05
+    consistency_tick_seconds: Annotated[float, Field(gt=0, le=3600)] = 1.0
+    consistency_forget_seconds: Annotated[float, Field(gt=0)] = 600.0
+    web_enabled: bool = False
+    web_port: int = 6066
+    log_level: str = "info"
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """``host:port[,host:port]`` for aiokafka, from a ``kafka://`` URL or a bare list."""
+        return ",".join(
+            part.split("://", 1)[-1] for part in self.broker.split(",") if part.strip()
+        )
+
+    @property
+    def embedded(self) -> bool:
+        """Whether to apply the embedded-broker (Tansu) workarounds.
+
+        ``auto`` means: yes when every broker address is on loopback, where the embedded broker
+        runs; a production cluster never is. The workarounds (one record per producer batch,
+        short session timeout) are correct on Kafka too, only slower.
+        """
+        if self.broker_profile != "auto":
+            return self.broker_profile == "embedded"
+        return all(_is_loopback(h) for h in self.bootstrap_servers.split(","))
+
+
+def _is_loopback(hostport: str) -> bool:
+    host = urlsplit("//" + hostport).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ip_address(host).is_loopback
+    except ValueError:
+        return False

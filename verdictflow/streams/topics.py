@@ -1,0 +1,40 @@
+"""The topic registry: every topic verdictflow reads or writes, declared once, here.
+
+Names carry a configurable prefix (default ``vf.``). Command-line tools accept the short name
+(``answers``, ``verdicts.groundedness``) or the full one.
+"""
+
+from __future__ import annotations
+
+from verdictflow.exceptions import TopicNameError
+from verdictflow.models.verdicts import VerdictKind
+
+ANSWERS = "answers"
+SUMMARIES = "summaries"
+DOCS = "docs"
+DOC_EDGES = "doc-edges"
+DOC_QUALITY = "doc-quality"
+DEAD_LETTERS = "dead-letters"
+ALERTS = "alerts"
+#: Internal: answers that need collecting across events, re-keyed by request, plus close ticks.
+CONSISTENCY_GROUPS = "internal.consistency-groups"
+
+
+def verdict_topic(kind: VerdictKind) -> str:
+    return f"verdicts.{kind.value}"
+
+
+VERDICT_TOPICS = tuple(verdict_topic(k) for k in VerdictKind)
+INPUT_TOPICS = (ANSWERS, SUMMARIES, DOCS, DOC_EDGES)
+ALL_TOPICS = (
+    *INPUT_TOPICS, *VERDICT_TOPICS, DOC_QUALITY, DEAD_LETTERS, ALERTS, CONSISTENCY_GROUPS,
+)
+
+
+def full_name(name: str, prefix: str) -> str:
+    """The prefixed topic name for a short or already-prefixed registered name."""
+    short = name[len(prefix):] if prefix and name.startswith(prefix) else name
+    if short not in ALL_TOPICS:
+        known = ", ".join(ALL_TOPICS)
+        raise TopicNameError(f"unknown topic {name!r}; known topics: {known}")
+    return prefix + short

@@ -1,0 +1,35 @@
+"""Running a Faust worker for the verdictflow app (used by ``verdictflow worker``)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import faust
+
+from verdictflow.evaluators.policy import load_policy
+from verdictflow.streams.admin import ensure_topics
+from verdictflow.streams.app import create_app
+from verdictflow.streams.broker import wait_for_kafka
+from verdictflow.streams.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+
+def run_worker(settings: Settings) -> None:
+    """Validate the policy, declare topics, then run the worker until it is stopped.
+
+    A malformed policy raises :class:`~verdictflow.exceptions.PolicyError` before anything
+    connects, so a bad rollout fails at start instead of gating traffic with wrong thresholds.
+    """
+    policy = load_policy(settings.policy)
+    asyncio.run(_prepare(settings))
+    asyncio.set_event_loop(asyncio.new_event_loop())
+    app = create_app(settings, policy)
+    worker = faust.Worker(app, loglevel=settings.log_level, quiet=True, redirect_stdouts=False)
+    worker.execute_from_commandline()
+
+
+async def _prepare(settings: Settings) -> None:
+    await wait_for_kafka(settings.bootstrap_servers, timeout=60)
+    await ensure_topics(settings)
