@@ -21,8 +21,13 @@ eval_app = typer.Typer(no_args_is_help=True, help="Score events from a file, wit
 app.add_typer(eval_app, name="eval")
 err = Console(stderr=True)
 
-BrokerOpt = Annotated[str | None, typer.Option("--broker", help="kafka://host:port (default: "
-                                               "$VERDICTFLOW_BROKER or kafka://127.0.0.1:9092)")]
+BrokerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--broker",
+        help="kafka://host:port (default: $VERDICTFLOW_BROKER or kafka://127.0.0.1:9092)",
+    ),
+]
 PrefixOpt = Annotated[str | None, typer.Option("--prefix", help="Topic prefix (default vf.)")]
 PolicyOpt = Annotated[Path | None, typer.Option("--policy", help="Policy YAML (thresholds).")]
 
@@ -36,8 +41,11 @@ def build_settings(**overrides: Any) -> Settings:
 
 
 def _setup_logging(level: str = "info") -> None:
-    logging.basicConfig(level=level.upper(), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=level.upper(),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
 
 
 @app.command()
@@ -58,7 +66,9 @@ def broker(port: Annotated[int, typer.Option(help="Port on 127.0.0.1")] = 9092) 
 
 @app.command()
 def worker(
-    broker: BrokerOpt = None, prefix: PrefixOpt = None, policy: PolicyOpt = None,
+    broker: BrokerOpt = None,
+    prefix: PrefixOpt = None,
+    policy: PolicyOpt = None,
     app_id: Annotated[str | None, typer.Option(help="Consumer group / app id")] = None,
     log_level: Annotated[str, typer.Option(help="debug, info, warning")] = "info",
 ) -> None:
@@ -66,15 +76,19 @@ def worker(
     from verdictflow.streams.worker import run_worker
 
     _setup_logging(log_level)
-    run_worker(build_settings(broker=broker, prefix=prefix, policy=policy, app_id=app_id,
-                              log_level=log_level))
+    run_worker(
+        build_settings(
+            broker=broker, prefix=prefix, policy=policy, app_id=app_id, log_level=log_level
+        )
+    )
 
 
 @app.command()
 def replay(
     file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="JSONL events")],
     topic: Annotated[str, typer.Option(help="Topic, short (answers) or full name")] = "answers",
-    broker: BrokerOpt = None, prefix: PrefixOpt = None,
+    broker: BrokerOpt = None,
+    prefix: PrefixOpt = None,
 ) -> None:
     """Produce each line of a JSONL file to a topic, as is (malformed lines included)."""
     from verdictflow.scoring_jobs.replay import read_lines
@@ -84,15 +98,19 @@ def replay(
     lines = read_lines(file)
     with Progress(console=err, transient=True) as progress:
         task = progress.add_task(f"replaying {file.name}", total=len(lines))
-        sent = asyncio.run(do_replay(lines, topic, settings,
-                                     lambda n: progress.update(task, completed=n)))
-    err.print(f"sent {sent} records to {settings.topic_prefix}{topic.removeprefix(settings.topic_prefix)}")
+        sent = asyncio.run(
+            do_replay(lines, topic, settings, lambda n: progress.update(task, completed=n))
+        )
+    err.print(
+        f"sent {sent} records to {settings.topic_prefix}{topic.removeprefix(settings.topic_prefix)}"
+    )
 
 
 @app.command()
 def tail(
     topic: Annotated[list[str], typer.Argument(help="Topics (short or full names)")],
-    broker: BrokerOpt = None, prefix: PrefixOpt = None,
+    broker: BrokerOpt = None,
+    prefix: PrefixOpt = None,
     from_beginning: Annotated[bool, typer.Option("--from-beginning")] = False,
     count: Annotated[int | None, typer.Option(help="Stop after N records")] = None,
     timeout: Annotated[float | None, typer.Option(help="Stop after S idle seconds")] = None,
@@ -103,8 +121,9 @@ def tail(
     settings = build_settings(broker=broker, prefix=prefix)
 
     async def run() -> None:
-        async for _, value in do_tail(topic, settings, from_beginning=from_beginning,
-                                      count=count, timeout=timeout):
+        async for _, value in do_tail(
+            topic, settings, from_beginning=from_beginning, count=count, timeout=timeout
+        ):
             sys.stdout.buffer.write(value + b"\n")
             sys.stdout.flush()
 
@@ -139,8 +158,9 @@ def eval_answers(
 
 
 @app.command()
-def schemas(out: Annotated[Path, typer.Option("--out", help="Output directory")] = Path("schemas")
-            ) -> None:
+def schemas(
+    out: Annotated[Path, typer.Option("--out", help="Output directory")] = Path("schemas"),
+) -> None:
     """Write one JSON Schema per topic value, for consumers in other languages."""
     from verdictflow.models.schemas import write_schemas
 
@@ -153,16 +173,24 @@ def dev(
     port: Annotated[int | None, typer.Option(help="Broker port (default: a free one)")] = None,
     sample: Annotated[Path | None, typer.Option(help="JSONL answers to replay")] = None,
     policy: PolicyOpt = None,
-    exit_after_replay: Annotated[bool, typer.Option("--exit-after-replay",
-                                                    help="Exit once every verdict arrived")] = False,
+    exit_after_replay: Annotated[
+        bool, typer.Option("--exit-after-replay", help="Exit once every verdict arrived")
+    ] = False,
     timeout: Annotated[float, typer.Option(help="Give up waiting after S seconds")] = 120.0,
 ) -> None:
     """Embedded broker + worker, replay sample traffic, and show verdicts as they arrive."""
     from verdictflow.dev import run_dev
 
     _setup_logging("warning")
-    raise typer.Exit(run_dev(port=port, sample=sample, policy=policy,
-                             exit_after_replay=exit_after_replay, timeout=timeout))
+    raise typer.Exit(
+        run_dev(
+            port=port,
+            sample=sample,
+            policy=policy,
+            exit_after_replay=exit_after_replay,
+            timeout=timeout,
+        )
+    )
 
 
 def main() -> None:

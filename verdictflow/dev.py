@@ -47,21 +47,39 @@ def _counts_table(counts: Counter[tuple[str, str]], dead: int, seen: int, expect
     return table
 
 
-def run_dev(*, port: int | None, sample: Path | None, policy: Path | None,
-            exit_after_replay: bool, timeout: float) -> int:
+def run_dev(
+    *,
+    port: int | None,
+    sample: Path | None,
+    policy: Path | None,
+    exit_after_replay: bool,
+    timeout: float,
+) -> int:
     """Run everything; return the process exit code (0 when all verdicts arrived and match)."""
     sample = sample or sample_path()
     data_dir = Path(".verdictflow")
     data_dir.mkdir(exist_ok=True)
     ctx = ScoringContext(load_policy(policy))
-    expected = {o.verdict.verdict_id: orjson.dumps(o.verdict.model_dump(mode="json"))
-                for o in evaluate_answers(read_lines(sample), ctx) if o.verdict}
+    expected = {
+        o.verdict.verdict_id: orjson.dumps(o.verdict.model_dump(mode="json"))
+        for o in evaluate_answers(read_lines(sample), ctx)
+        if o.verdict
+    }
     with EmbeddedBroker(port=port, log_path=data_dir / "broker.log") as broker:
-        settings = Settings(broker=broker.url, broker_profile="embedded", policy=policy,
-                            app_id="verdictflow-dev", data_dir=data_dir)
+        settings = Settings(
+            broker=broker.url,
+            broker_profile="embedded",
+            policy=policy,
+            app_id="verdictflow-dev",
+            data_dir=data_dir,
+        )
         console.print(f"[bold]embedded broker[/] {broker.url}  (log: {data_dir / 'broker.log'})")
-        env = {**os.environ, "VERDICTFLOW_BROKER": broker.url, "VERDICTFLOW_APP_ID": settings.app_id,
-               "VERDICTFLOW_BROKER_PROFILE": "embedded"}
+        env = {
+            **os.environ,
+            "VERDICTFLOW_BROKER": broker.url,
+            "VERDICTFLOW_APP_ID": settings.app_id,
+            "VERDICTFLOW_BROKER_PROFILE": "embedded",
+        }
         cmd = [sys.executable, "-m", "verdictflow", "worker"]
         if policy:
             cmd += ["--policy", str(policy)]
@@ -83,15 +101,22 @@ def run_dev(*, port: int | None, sample: Path | None, policy: Path | None,
                 worker.kill()
 
 
-async def _watch(settings: Settings, expected: dict[str, bytes], worker: subprocess.Popen[bytes],
-                 exit_after_replay: bool, timeout: float) -> int:
+async def _watch(
+    settings: Settings,
+    expected: dict[str, bytes],
+    worker: subprocess.Popen[bytes],
+    exit_after_replay: bool,
+    timeout: float,
+) -> int:
     counts: Counter[tuple[str, str]] = Counter()
     seen: dict[str, bytes] = {}
     mismatched: list[str] = []
     dead = 0
     started = time.monotonic()
-    with Live(_counts_table(counts, dead, 0, len(expected)), console=console,
-              refresh_per_second=4) as live:
+    with Live(
+        _counts_table(counts, dead, 0, len(expected)), console=console, refresh_per_second=4
+    ) as live:
+
         def should_stop() -> bool:
             if worker.poll() is not None:
                 return True
@@ -99,8 +124,9 @@ async def _watch(settings: Settings, expected: dict[str, bytes], worker: subproc
                 return False
             return len(seen) >= len(expected) or time.monotonic() - started > timeout
 
-        async for topic, value in tail([*VERDICT_TOPICS, DEAD_LETTERS], settings,
-                                       from_beginning=True, should_stop=should_stop):
+        async for topic, value in tail(
+            [*VERDICT_TOPICS, DEAD_LETTERS], settings, from_beginning=True, should_stop=should_stop
+        ):
             if topic.endswith(DEAD_LETTERS):
                 dead += 1
             else:
@@ -112,12 +138,16 @@ async def _watch(settings: Settings, expected: dict[str, bytes], worker: subproc
                     if expected.get(vid) != value:
                         mismatched.append(vid)
                     score = "-" if verdict["score"] is None else f"{verdict['score']:.4f}"
-                    live.console.print(f"{verdict['kind']:>13} {verdict['input_id']:<24} "
-                                       f"{score:>7} {verdict['decision']}")
+                    live.console.print(
+                        f"{verdict['kind']:>13} {verdict['input_id']:<24} "
+                        f"{score:>7} {verdict['decision']}"
+                    )
             live.update(_counts_table(counts, dead, len(seen), len(expected)))
     missing = len(expected) - len(seen)
-    console.print(f"{len(seen)} verdicts, {dead} dead letters, {missing} missing, "
-                  f"{len(mismatched)} differing from offline eval")
+    console.print(
+        f"{len(seen)} verdicts, {dead} dead letters, {missing} missing, "
+        f"{len(mismatched)} differing from offline eval"
+    )
     if worker.poll() is not None:
         console.print(f"[red]worker exited with code {worker.returncode}[/]; see its log")
         return 1

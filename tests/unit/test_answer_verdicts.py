@@ -20,8 +20,12 @@ CTX = ScoringContext(Policy())
 
 
 def answer(**kw):
-    base = {"id": "a1", "query": "q", "answer": "The cat sat on the mat.",
-            "contexts": ["A cat is on a mat.", "The dog sat."]}
+    base = {
+        "id": "a1",
+        "query": "q",
+        "answer": "The cat sat on the mat.",
+        "contexts": ["A cat is on a mat.", "The dog sat."],
+    }
     return AnswerEvent.model_validate({**base, **kw})
 
 
@@ -35,11 +39,14 @@ def test_groundedness_pass_and_fail_on_spec_examples():
     assert one.evidence["uncovered"] == ["sat", "the"]
 
 
-@pytest.mark.parametrize(("kw", "code"), [
-    ({"answer": "  ...  "}, ReasonCode.EMPTY_ANSWER),
-    ({"contexts": []}, ReasonCode.NO_CONTEXTS),
-    ({"contexts": ["", "  !! "]}, ReasonCode.NO_CONTEXTS),
-])
+@pytest.mark.parametrize(
+    ("kw", "code"),
+    [
+        ({"answer": "  ...  "}, ReasonCode.EMPTY_ANSWER),
+        ({"contexts": []}, ReasonCode.NO_CONTEXTS),
+        ({"contexts": ["", "  !! "]}, ReasonCode.NO_CONTEXTS),
+    ],
+)
 def test_groundedness_defers_on_insufficient_input(kw, code):
     verdict = score_groundedness(answer(**kw), CTX)
     assert verdict.decision is Decision.DEFER
@@ -57,8 +64,11 @@ def test_evidence_is_capped_but_counts_are_kept():
 
 
 def test_consistency_spec_example_and_pairs():
-    answers = [("a1", "the cat sits on the mat"), ("a1#v1", "cat sits on mat"),
-               ("a1#v2", "the cat sat on the mat")]
+    answers = [
+        ("a1", "the cat sits on the mat"),
+        ("a1#v1", "cat sits on mat"),
+        ("a1#v2", "the cat sat on the mat"),
+    ]
     verdict = score_consistency("req", answers, CTX, VerdictMeta())
     assert round(verdict.score, 4) == 0.6556
     assert verdict.decision is Decision.PASS
@@ -72,12 +82,15 @@ def test_consistency_is_independent_of_arrival_order():
     assert encode(forward) == encode(backward)
 
 
-@pytest.mark.parametrize(("answers", "expected", "code"), [
-    ([("a", "only one")], None, ReasonCode.FEWER_THAN_TWO_VARIANTS),
-    ([], None, ReasonCode.FEWER_THAN_TWO_VARIANTS),
-    ([("a", " "), ("b", "?!")], None, ReasonCode.ALL_VARIANTS_EMPTY),
-    ([("a", "x y"), ("b", "x y")], 3, ReasonCode.WINDOW_CLOSED),
-])
+@pytest.mark.parametrize(
+    ("answers", "expected", "code"),
+    [
+        ([("a", "only one")], None, ReasonCode.FEWER_THAN_TWO_VARIANTS),
+        ([], None, ReasonCode.FEWER_THAN_TWO_VARIANTS),
+        ([("a", " "), ("b", "?!")], None, ReasonCode.ALL_VARIANTS_EMPTY),
+        ([("a", "x y"), ("b", "x y")], 3, ReasonCode.WINDOW_CLOSED),
+    ],
+)
 def test_consistency_fails_closed(answers, expected, code):
     verdict = score_consistency("r", answers, CTX, VerdictMeta(), expected=expected)
     assert verdict.decision is Decision.DEFER
@@ -95,7 +108,8 @@ def test_verdicts_are_byte_identical_across_runs_and_ids_track_config():
     assert first == second
     strict = ScoringContext(Policy(groundedness={"threshold": 0.95}))
     assert verdict_id("a1", VerdictKind.GROUNDEDNESS, CTX.config_digest) != verdict_id(
-        "a1", VerdictKind.GROUNDEDNESS, strict.config_digest)
+        "a1", VerdictKind.GROUNDEDNESS, strict.config_digest
+    )
     assert score_groundedness(answer(), strict).config_digest == strict.config_digest
 
 

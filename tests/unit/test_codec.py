@@ -21,19 +21,22 @@ def test_iso_timestamp_becomes_epoch_seconds():
     assert event.ts == 1767225600.0
 
 
-@pytest.mark.parametrize(("raw", "code"), [
-    (None, "empty"),
-    (b"", "empty"),
-    (b'{"id": "a", "answer": "trunc', "not_json"),
-    (b'{"id": "a", "answer": "\xff\xfe"}', "invalid_utf8"),
-    (b"[1, 2]", "not_object"),
-    (b'{"id": "a", "answer": 42}', "schema"),
-    (b'{"answer": "no id"}', "schema"),
-    (b'{"id": "", "answer": "empty id"}', "schema"),
-    (b'{"id": "a", "answer": "x", "contexts": "not a list"}', "schema"),
-    (b'{"id": "a", "answer": "x", "expected_variants": 0}', "schema"),
-    (b"[" * 5000 + b"]" * 5000, "not_json"),
-])
+@pytest.mark.parametrize(
+    ("raw", "code"),
+    [
+        (None, "empty"),
+        (b"", "empty"),
+        (b'{"id": "a", "answer": "trunc', "not_json"),
+        (b'{"id": "a", "answer": "\xff\xfe"}', "invalid_utf8"),
+        (b"[1, 2]", "not_object"),
+        (b'{"id": "a", "answer": 42}', "schema"),
+        (b'{"answer": "no id"}', "schema"),
+        (b'{"id": "", "answer": "empty id"}', "schema"),
+        (b'{"id": "a", "answer": "x", "contexts": "not a list"}', "schema"),
+        (b'{"id": "a", "answer": "x", "expected_variants": 0}', "schema"),
+        (b"[" * 5000 + b"]" * 5000, "not_json"),
+    ],
+)
 def test_malformed_values_raise_typed_reasons(raw, code):
     with pytest.raises(InvalidEvent) as info:
         decode(raw, AnswerEvent)

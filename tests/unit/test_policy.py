@@ -27,13 +27,16 @@ def test_tokenizer_option_changes_digest():
     assert Policy(tokenizer={"remove_stopwords": True}).digest() != Policy().digest()
 
 
-@pytest.mark.parametrize(("text", "fragment"), [
-    ("groundedness:\n  threshold: 1.5\n", "less than or equal to 1"),
-    ("groundednes:\n  threshold: 0.5\n", "Extra inputs are not permitted"),
-    ("- a\n- b\n", "must hold a mapping"),
-    ("groundedness: [unclosed\n", "not valid YAML"),
-    ("consistency:\n  threshold: high\n", "valid number"),
-])
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("groundedness:\n  threshold: 1.5\n", "less than or equal to 1"),
+        ("groundednes:\n  threshold: 0.5\n", "Extra inputs are not permitted"),
+        ("- a\n- b\n", "must hold a mapping"),
+        ("groundedness: [unclosed\n", "not valid YAML"),
+        ("consistency:\n  threshold: high\n", "valid number"),
+    ],
+)
 def test_malformed_policy_is_refused_with_a_clear_reason(tmp_path, text, fragment):
     path = tmp_path / "bad.yaml"
     path.write_text(text)

@@ -31,7 +31,8 @@ def test_groundedness_in_unit_interval(answer, contexts):
 def test_groundedness_ignores_context_order(answer, contexts):
     a = TOK.tokens(answer)
     assert groundedness(a, [TOK.tokens(c) for c in contexts]) == groundedness(
-        a, [TOK.tokens(c) for c in reversed(contexts)])
+        a, [TOK.tokens(c) for c in reversed(contexts)]
+    )
 
 
 @given(texts)
@@ -52,17 +53,20 @@ def test_mean_pairwise_jaccard_order_invariant(sets, rnd):
     shuffled = list(sets)
     rnd.shuffle(shuffled)
     first = mean_pairwise_jaccard(sets).score
-    assert first is not None and 0.0 <= first <= 1.0
+    assert first is not None
+    assert 0.0 <= first <= 1.0
     assert mean_pairwise_jaccard(shuffled).score == first
 
 
 event_dicts = st.fixed_dictionaries(
     {"id": st.text(min_size=1, max_size=20), "answer": texts},
-    optional={"request_id": st.text(min_size=1, max_size=20),
-              "contexts": st.lists(texts, max_size=3),
-              "variants": st.lists(texts, max_size=3),
-              "expected_variants": st.integers(1, 10),
-              "tenant": st.text(max_size=10)},
+    optional={
+        "request_id": st.text(min_size=1, max_size=20),
+        "contexts": st.lists(texts, max_size=3),
+        "variants": st.lists(texts, max_size=3),
+        "expected_variants": st.integers(1, 10),
+        "tenant": st.text(max_size=10),
+    },
 )
 
 

@@ -35,8 +35,10 @@ def test_q1_first_context_only_is_three_fifths():
 
 
 def test_q2_pairwise_values_and_mean():
-    a1, a2, a3 = (TOK.tokens(t) for t in
-                  ("the cat sits on the mat", "cat sits on mat", "the cat sat on the mat"))
+    a1, a2, a3 = (
+        TOK.tokens(t)
+        for t in ("the cat sits on the mat", "cat sits on mat", "the cat sat on the mat")
+    )
     assert jaccard(a1, a2) == 4 / 5
     assert jaccard(a1, a3) == 4 / 6
     assert jaccard(a2, a3) == 3 / 6

@@ -4,8 +4,12 @@ from verdictflow.evaluators.tokenize import Tokenizer
 
 
 def test_lowercases_and_splits_on_word_characters():
-    assert Tokenizer().tokens("Hello, WORLD! hello_there 42x") == {"hello", "world", "hello_there",
-                                                                   "42x"}
+    assert Tokenizer().tokens("Hello, WORLD! hello_there 42x") == {
+        "hello",
+        "world",
+        "hello_there",
+        "42x",
+    }
 
 
 def test_empty_and_punctuation_only_give_empty_set():

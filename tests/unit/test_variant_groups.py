@@ -34,8 +34,9 @@ def test_duplicates_do_not_inflate_a_group():
 
 def test_overflow_is_counted_and_completes():
     state = vg.new_group(ev(request_id="r", expected_variants=10), deadline=0.0)
-    state = vg.add_event(state, ev(request_id="r", expected_variants=10,
-                                   variants=["1", "2", "3"]), max_variants=2)
+    state = vg.add_event(
+        state, ev(request_id="r", expected_variants=10, variants=["1", "2", "3"]), max_variants=2
+    )
     assert state["truncated"] == 2
     assert vg.is_complete(state)
 
@@ -50,4 +51,6 @@ def test_open_group_without_expected_never_completes_by_count():
 def test_closed_marker_drops_texts():
     state = vg.add_event(vg.new_group(ev(request_id="r"), 0.0), ev(request_id="r"), 32)
     marker = vg.closed_marker(state, forget_at=99.0)
-    assert marker["done"] and marker["answers"] == [] and marker["deadline"] == 99.0
+    assert marker["done"]
+    assert marker["answers"] == []
+    assert marker["deadline"] == 99.0

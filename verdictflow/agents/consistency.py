@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import faust
@@ -25,6 +25,7 @@ from verdictflow.evaluators import variant_groups as vg
 from verdictflow.evaluators.answer_verdicts import ScoringContext, score_consistency
 from verdictflow.models.events import AnswerEvent
 from verdictflow.models.verdicts import Verdict
+from verdictflow.streams.fatal import stop_without_commit
 from verdictflow.streams.outbox import Outbox, send_model
 from verdictflow.streams.records import Record
 from verdictflow.streams.settings import Settings
@@ -32,8 +33,17 @@ from verdictflow.streams.topics import CONSISTENCY_GROUPS, verdict_topic
 
 logger = logging.getLogger(__name__)
 
-_FORWARDED_FIELDS = {"id", "request_id", "answer", "variants", "expected_variants", "model",
-                     "tenant", "group", "ts"}
+_FORWARDED_FIELDS = {
+    "id",
+    "request_id",
+    "answer",
+    "variants",
+    "expected_variants",
+    "model",
+    "tenant",
+    "group",
+    "ts",
+}
 
 
 def group_message(event: AnswerEvent) -> bytes:
@@ -56,8 +66,13 @@ class GroupStore:
 
     def _finish(self, key: str, state: vg.GroupState, closed_by: str, now: float) -> Verdict:
         verdict = score_consistency(
-            key, vg.answers_of(state), self.ctx, vg.meta_of(state),
-            expected=state["expected"], closed_by=closed_by, truncated=state["truncated"],
+            key,
+            vg.answers_of(state),
+            self.ctx,
+            vg.meta_of(state),
+            expected=state["expected"],
+            closed_by=closed_by,
+            truncated=state["truncated"],
         )
         self.table[key] = vg.closed_marker(state, now + self.settings.consistency_forget_seconds)
         return verdict
@@ -71,10 +86,11 @@ class GroupStore:
         elif state["done"]:
             logger.info("late answer %s for closed request %s ignored", event.id, key)
             return None
-        state = vg.add_event(state, event, self.ctx.policy.consistency.max_variants)
-        if vg.is_complete(state):
-            return self._finish(key, state, "complete", now)
-        self.table[key] = state
+        updated = vg.add_event(state, event, self.ctx.policy.consistency.max_variants)
+        if vg.is_complete(updated):
+            return self._finish(key, updated, "complete", now)
+        if updated != state:  # a redelivered answer changes nothing: no changelog write
+            self.table[key] = updated
         return None
 
     def on_close(self, key: str, now: float) -> Verdict | None:
@@ -99,29 +115,43 @@ class GroupStore:
 
 
 async def process_group_record(record: Record, store: GroupStore, outbox: Outbox) -> None:
-    """Apply one internal message. Internal messages are produced by us; a bad one is logged."""
+    """Apply one internal message.
+
+    Internal messages are produced by this package, so one that does not parse is a bug or a
+    foreign producer: it is logged with its offset and skipped. Table and producer failures are
+    *not* caught: they stop the agent before its offset is committed, so the message is
+    processed again after restart instead of being lost.
+    """
     try:
         msg = orjson.loads(record.value or b"")
-        now = time.time()
         if msg["type"] == "answer":
-            verdict = store.on_answer(AnswerEvent.model_validate(msg["event"]), now)
+            answer: AnswerEvent | None = AnswerEvent.model_validate(msg["event"])
+            key = ""
         else:
-            verdict = store.on_close(str(msg["key"]), now)
-    except Exception:
-        logger.exception("unusable internal message at %s", record.where)
+            answer, key = None, str(msg["key"])
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+        logger.exception("unusable internal message at %s skipped", record.where)
         return
+    now = time.time()
+    verdict = store.on_answer(answer, now) if answer else store.on_close(key, now)
     if verdict is not None:
         headers = {"vf-source": record.where.encode()}
         await send_model(outbox, verdict_topic(verdict.kind), verdict.input_id, verdict, headers)
 
 
 def register(
-    app: faust.App, topics: Mapping[str, Any], outbox: Outbox, ctx: ScoringContext,
+    app: faust.App,
+    topics: Mapping[str, Any],
+    new_outbox: Callable[[], Outbox],
+    ctx: ScoringContext,
     settings: Settings,
 ) -> Any:
     """Declare the groups table, the consistency agent and its window-closing timer."""
+    outbox, timer_outbox = new_outbox(), new_outbox()
     table = app.Table(
-        "consistency-groups", key_type=str, partitions=settings.partitions,
+        "consistency-groups",
+        key_type=str,
+        partitions=settings.partitions,
         use_partitioner=True,
     )
     store = GroupStore(table, ctx, settings)
@@ -130,11 +160,19 @@ def register(
     @app.agent(topics[CONSISTENCY_GROUPS], name="vf-consistency")
     async def consistency_agent(stream: Any) -> None:
         async for event in stream.events():
-            await process_group_record(Record.from_faust(event.message), store, outbox)
+            try:
+                await process_group_record(Record.from_faust(event.message), store, outbox)
+                await outbox.drain()
+            except Exception as exc:  # table or producer failure: see streams.fatal
+                stop_without_commit("consistency agent", exc)
 
-    @app.timer(tick, name="vf-consistency-close-windows")
+    @app.timer(tick, name="vf-consistency-close-windows")  # type: ignore[untyped-decorator]
     async def close_expired_windows() -> None:
-        for key in store.due_for_close(time.time(), resend_after=10 * tick):
-            await outbox.send(CONSISTENCY_GROUPS, key, close_message(key))
+        try:
+            for key in store.due_for_close(time.time(), resend_after=10 * tick):
+                await timer_outbox.send(CONSISTENCY_GROUPS, key, close_message(key))
+            await timer_outbox.drain()
+        except Exception as exc:  # close ticks are re-sent; a lost one only delays a verdict
+            logger.warning("could not send window-close messages: %s", exc)
 
     return consistency_agent

@@ -111,7 +111,13 @@ def score_groundedness(event: AnswerEvent, ctx: ScoringContext) -> Verdict:
         decision = gate(result.score, threshold)
     score = result.score if decision[0] is not Decision.DEFER else None
     return _verdict(
-        ctx, VerdictKind.GROUNDEDNESS, event.id, score, threshold, decision, evidence,
+        ctx,
+        VerdictKind.GROUNDEDNESS,
+        event.id,
+        score,
+        threshold,
+        decision,
+        evidence,
         VerdictMeta.of(event),
     )
 
@@ -153,10 +159,12 @@ def score_consistency(
     }
     extra: list[Reason] = []
     if truncated:
-        extra.append(Reason(
-            code=ReasonCode.VARIANTS_TRUNCATED,
-            detail=f"{truncated} answers beyond max_variants were ignored",
-        ))
+        extra.append(
+            Reason(
+                code=ReasonCode.VARIANTS_TRUNCATED,
+                detail=f"{truncated} answers beyond max_variants were ignored",
+            )
+        )
     n = len(ordered)
     if result.score is None:
         decision = defer(ReasonCode.FEWER_THAN_TWO_VARIANTS, f"{n} answer(s); need at least 2")
@@ -167,6 +175,13 @@ def score_consistency(
     else:
         decision = gate(result.score, threshold)
     return _verdict(
-        ctx, VerdictKind.CONSISTENCY, input_id, result.score, threshold, decision, evidence, meta,
+        ctx,
+        VerdictKind.CONSISTENCY,
+        input_id,
+        result.score,
+        threshold,
+        decision,
+        evidence,
+        meta,
         extra,
     )

@@ -29,8 +29,10 @@ class ConsistencyResult:
 
 def mean_pairwise_jaccard(token_sets: Sequence[frozenset[str]]) -> ConsistencyResult:
     """Average Jaccard over all pairs; pairs are (i, j, J) with i < j in input order."""
-    pairs = tuple((i, j, jaccard(token_sets[i], token_sets[j]))
-                  for i, j in combinations(range(len(token_sets)), 2))
+    pairs = tuple(
+        (i, j, jaccard(token_sets[i], token_sets[j]))
+        for i, j in combinations(range(len(token_sets)), 2)
+    )
     if not pairs:
         return ConsistencyResult(score=None, pairs=())
     # fsum is exactly rounded, so the mean does not depend on summation order.

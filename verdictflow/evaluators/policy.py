@@ -92,7 +92,9 @@ def load_policy(path: Path | str | None) -> Policy:
     try:
         return Policy.model_validate(data)
     except ValidationError as exc:
-        raise PolicyError(f"policy file {path} is invalid: {summarize_validation_error(exc)}") from None
+        raise PolicyError(
+            f"policy file {path} is invalid: {summarize_validation_error(exc)}"
+        ) from None
 
 
 def gate(score: float, threshold: float) -> tuple[Decision, Reason]:

@@ -24,9 +24,7 @@ def encode(model: BaseModel) -> bytes:
     return orjson.dumps(model.model_dump(mode="json"))
 
 
-def decode(
-    raw: bytes | None, model: type[M], *, max_bytes: int = DEFAULT_MAX_EVENT_BYTES
-) -> M:
+def decode(raw: bytes | None, model: type[M], *, max_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> M:
     """Parse and validate one record value, or raise :class:`InvalidEvent`."""
     if raw is None or len(raw) == 0:
         raise InvalidEvent("empty", "record has no value")

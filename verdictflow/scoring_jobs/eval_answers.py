@@ -35,7 +35,10 @@ class Output:
 
 
 def evaluate_answers(
-    lines: Iterable[bytes], ctx: ScoringContext, *, source: str = "file",
+    lines: Iterable[bytes],
+    ctx: ScoringContext,
+    *,
+    source: str = "file",
     max_bytes: int = DEFAULT_MAX_EVENT_BYTES,
 ) -> Iterator[Output]:
     """Verdicts and dead letters for raw JSONL lines, in the order they become final."""
@@ -53,10 +56,15 @@ def evaluate_answers(
             continue
         yield Output(verdict=score_groundedness(event, ctx))
         if vg.is_self_contained(event):
-            yield Output(verdict=score_consistency(
-                event.group_key, vg.contributions(event), ctx, VerdictMeta.of(event),
-                expected=event.expected_variants,
-            ))
+            yield Output(
+                verdict=score_consistency(
+                    event.group_key,
+                    vg.contributions(event),
+                    ctx,
+                    VerdictMeta.of(event),
+                    expected=event.expected_variants,
+                )
+            )
             continue
         key = event.group_key
         state = groups.get(key) or vg.new_group(event, deadline=0.0)
@@ -74,6 +82,11 @@ def evaluate_answers(
 
 def _finish(key: str, state: vg.GroupState, ctx: ScoringContext, closed_by: str) -> Verdict:
     return score_consistency(
-        key, vg.answers_of(state), ctx, vg.meta_of(state), expected=state["expected"],
-        closed_by=closed_by, truncated=state["truncated"],
+        key,
+        vg.answers_of(state),
+        ctx,
+        vg.meta_of(state),
+        expected=state["expected"],
+        closed_by=closed_by,
+        truncated=state["truncated"],
     )

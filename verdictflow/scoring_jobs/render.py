@@ -18,6 +18,12 @@ def verdict_table(verdicts: Iterable[Verdict], title: str = "verdicts") -> Table
     for v in verdicts:
         score = "-" if v.score is None else f"{v.score:.4f}"
         style = _STYLE[v.decision.value]
-        table.add_row(v.kind.value, v.input_id, score, f"{v.threshold:.2f}",
-                      f"[{style}]{v.decision.value}[/]", v.reasons[0].code.value)
+        table.add_row(
+            v.kind.value,
+            v.input_id,
+            score,
+            f"{v.threshold:.2f}",
+            f"[{style}]{v.decision.value}[/]",
+            v.reasons[0].code.value,
+        )
     return table

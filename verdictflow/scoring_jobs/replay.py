@@ -59,11 +59,13 @@ def make_producer(settings: Settings) -> AIOKafkaProducer:
 
 
 async def replay(
-    lines: Sequence[bytes], topic: str, settings: Settings,
+    lines: Sequence[bytes],
+    topic: str,
+    settings: Settings,
     progress: Callable[[int], None] | None = None,
 ) -> int:
     """Produce ``lines`` to ``topic`` (short or full name) in order; return how many were sent."""
-    short = full_name(topic, settings.topic_prefix)[len(settings.topic_prefix):]
+    short = full_name(topic, settings.topic_prefix)[len(settings.topic_prefix) :]
     target = settings.topic_prefix + short
     await ensure_topics(settings)
     producer = make_producer(settings)

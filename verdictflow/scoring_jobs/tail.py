@@ -16,15 +16,21 @@ from verdictflow.streams.topics import full_name
 
 
 async def tail(
-    topics: Sequence[str], settings: Settings, *, from_beginning: bool = False,
-    count: int | None = None, timeout: float | None = None,
+    topics: Sequence[str],
+    settings: Settings,
+    *,
+    from_beginning: bool = False,
+    count: int | None = None,
+    timeout: float | None = None,
     should_stop: Callable[[], bool] | None = None,
 ) -> AsyncIterator[tuple[str, bytes]]:
     """Yield ``(full topic name, value)`` pairs until ``count`` records, ``timeout`` idle
     seconds, or ``should_stop()`` (checked at every poll) says so."""
     names = [full_name(t, settings.topic_prefix) for t in topics]
     consumer = AIOKafkaConsumer(
-        bootstrap_servers=settings.bootstrap_servers, group_id=None, enable_auto_commit=False,
+        bootstrap_servers=settings.bootstrap_servers,
+        group_id=None,
+        enable_auto_commit=False,
     )
     await consumer.start()
     try:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import faust
 
 from verdictflow.evaluators.answer_verdicts import ScoringContext
 from verdictflow.evaluators.policy import Policy
-from verdictflow.streams.outbox import FaustOutbox
+from verdictflow.streams.outbox import FaustOutbox, Outbox
 from verdictflow.streams.settings import Settings
 from verdictflow.streams.topics import ALL_TOPICS, full_name
 
@@ -35,8 +37,9 @@ def faust_config(settings: Settings) -> dict[str, Any]:
         # Tansu reports a wrong end offset when a partition's last batch holds several records,
         # which breaks table recovery; one record per batch avoids it. Short session timeouts
         # make a worker ready in ~4 s instead of ~30 s on a single-node dev broker.
-        conf.update(producer_max_batch_size=1, broker_session_timeout=6,
-                    broker_heartbeat_interval=1)
+        conf.update(
+            producer_max_batch_size=1, broker_session_timeout=6, broker_heartbeat_interval=1
+        )
     return conf
 
 
@@ -46,23 +49,40 @@ def declare_topics(app: faust.App, settings: Settings) -> dict[str, Any]:
     return {
         short: app.topic(
             full_name(short, settings.topic_prefix),
-            key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw",
+            key_type=bytes,
+            value_type=bytes,
+            key_serializer="raw",
+            value_serializer="raw",
             partitions=settings.partitions,
         )
         for short in ALL_TOPICS
     }
 
 
-def create_app(settings: Settings, policy: Policy) -> faust.App:
-    """Build the worker app with the answers and consistency agents."""
+def create_app(
+    settings: Settings,
+    policy: Policy,
+    outbox_factory: Callable[[faust.App, Mapping[str, Any]], Outbox] = FaustOutbox,
+) -> faust.App:
+    """Build the worker app with the answers and consistency agents.
+
+    ``outbox_factory`` builds what agents send through from the topic objects; tests pass one
+    that records instead of producing.
+    """
     from verdictflow.agents import answers, consistency
 
-    app = faust.App(settings.app_id, **faust_config(settings))
+    conf = faust_config(settings)
+    Path(conf["datadir"]).mkdir(parents=True, exist_ok=True)
+    app = faust.App(settings.app_id, **conf)
     topics = declare_topics(app, settings)
-    outbox = FaustOutbox(topics)
     ctx = ScoringContext(policy)
-    answers.register(app, topics, outbox, ctx, settings)
-    consistency.register(app, topics, outbox, ctx, settings)
-    logger.info("app %s on %s, policy digest %s", settings.app_id, settings.broker,
-                ctx.config_digest[:12])
+
+    def new_outbox() -> Outbox:  # one per sender, so each drains only its own deliveries
+        return outbox_factory(app, topics)
+
+    answers.register(app, topics, new_outbox, ctx, settings)
+    consistency.register(app, topics, new_outbox, ctx, settings)
+    logger.info(
+        "app %s on %s, policy digest %s", settings.app_id, settings.broker, ctx.config_digest[:12]
+    )
     return app

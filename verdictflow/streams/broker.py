@@ -62,7 +62,9 @@ async def wait_for_kafka(bootstrap: str, timeout: float = _START_TIMEOUT_S) -> N
         finally:
             with contextlib.suppress(Exception):
                 await admin.close()
-    raise BrokerError(f"no Kafka broker answered at {bootstrap} within {timeout:.0f}s: {last_error}")
+    raise BrokerError(
+        f"no Kafka broker answered at {bootstrap} within {timeout:.0f}s: {last_error}"
+    )
 
 
 class EmbeddedBroker:
@@ -86,8 +88,16 @@ class EmbeddedBroker:
 
     def command(self) -> list[str]:
         listener = f"tcp://{self.bootstrap}"
-        return [str(find_tansu()), "broker", "--listener-url", listener,
-                "--advertised-listener-url", listener, "--storage-engine", "memory://tansu/"]
+        return [
+            str(find_tansu()),
+            "broker",
+            "--listener-url",
+            listener,
+            "--advertised-listener-url",
+            listener,
+            "--storage-engine",
+            "memory://tansu/",
+        ]
 
     def start(self, timeout: float = _START_TIMEOUT_S) -> EmbeddedBroker:
         """Start the process and block until it serves metadata; raise BrokerError if not."""

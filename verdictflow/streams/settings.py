@@ -44,9 +44,7 @@ class Settings(BaseSettings):
     @property
     def bootstrap_servers(self) -> str:
         """``host:port[,host:port]`` for aiokafka, from a ``kafka://`` URL or a bare list."""
-        return ",".join(
-            part.split("://", 1)[-1] for part in self.broker.split(",") if part.strip()
-        )
+        return ",".join(part.split("://", 1)[-1] for part in self.broker.split(",") if part.strip())
 
     @property
     def embedded(self) -> bool:

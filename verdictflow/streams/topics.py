@@ -27,13 +27,18 @@ def verdict_topic(kind: VerdictKind) -> str:
 VERDICT_TOPICS = tuple(verdict_topic(k) for k in VerdictKind)
 INPUT_TOPICS = (ANSWERS, SUMMARIES, DOCS, DOC_EDGES)
 ALL_TOPICS = (
-    *INPUT_TOPICS, *VERDICT_TOPICS, DOC_QUALITY, DEAD_LETTERS, ALERTS, CONSISTENCY_GROUPS,
+    *INPUT_TOPICS,
+    *VERDICT_TOPICS,
+    DOC_QUALITY,
+    DEAD_LETTERS,
+    ALERTS,
+    CONSISTENCY_GROUPS,
 )
 
 
 def full_name(name: str, prefix: str) -> str:
     """The prefixed topic name for a short or already-prefixed registered name."""
-    short = name[len(prefix):] if prefix and name.startswith(prefix) else name
+    short = name[len(prefix) :] if prefix and name.startswith(prefix) else name
     if short not in ALL_TOPICS:
         known = ", ".join(ALL_TOPICS)
         raise TopicNameError(f"unknown topic {name!r}; known topics: {known}")

@@ -27,7 +27,19 @@ def run_worker(settings: Settings) -> None:
     asyncio.set_event_loop(asyncio.new_event_loop())
     app = create_app(settings, policy)
     worker = faust.Worker(app, loglevel=settings.log_level, quiet=True, redirect_stdouts=False)
+    disable_spinner(worker)
     worker.execute_from_commandline()
+
+
+def disable_spinner(worker: faust.Worker) -> None:
+    """Turn off Faust's terminal spinner.
+
+    At log level WARNING or above, Faust installs a spinner handler and sets the root logger to
+    DEBUG so that the spinner turns on every record: every aiokafka and Faust debug call then
+    builds a LogRecord, which cost ~0.9 s of CPU per 20 s of traffic in a profile. A worker
+    does not need a spinner.
+    """
+    worker.spinner = None
 
 
 async def _prepare(settings: Settings) -> None:

@@ -1,0 +1,152 @@
+"""Agent logic through Faust's test_context (memory store, no broker)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+
+import orjson
+import pytest
+
+from verdictflow.evaluators.policy import Policy
+from verdictflow.streams.app import create_app
+from verdictflow.streams.outbox import RecordingOutbox
+from verdictflow.streams.settings import Settings
+
+_ids = itertools.count()
+
+
+@pytest.fixture
+def built():
+    """A fresh app per test, with a recording outbox instead of the producer."""
+    outbox = RecordingOutbox()
+    settings = Settings(
+        app_id=f"vf-agent-test-{next(_ids)}",
+        broker="kafka://127.0.0.1:1",
+        batch_window_seconds=0.01,
+    )
+    policy = Policy(consistency={"window_seconds": 0.2})
+    app = create_app(settings, policy, outbox_factory=lambda app, topics: outbox)
+    app.finalize()
+    app.flow_control.resume()
+    # test_context runs no producer: record the table's changelog writes instead of sending them.
+    table = app.tables["consistency-groups"]
+    table.changelog = []
+    table.on_key_set = lambda key, value: table.changelog.append((key, value))
+    table.on_key_del = lambda key: table.changelog.append((key, None))
+    return app, outbox
+
+
+async def wait_for(outbox: RecordingOutbox, n: int, timeout: float = 5.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while len(outbox.sent) < n:
+        assert asyncio.get_running_loop().time() < deadline, f"only {outbox.sent} after {timeout}s"
+        await asyncio.sleep(0.01)
+
+
+def agent(app, name):
+    return next(a for a in app.agents.values() if a.name == name)
+
+
+def sent_json(outbox, topic):
+    return [orjson.loads(v) for v in outbox.values(topic)]
+
+
+async def test_answers_agent_scores_and_dead_letters(built):
+    app, outbox = built
+    good = {
+        "id": "a1",
+        "answer": "The cat sat on the mat.",
+        "contexts": ["A cat is on a mat.", "The dog sat."],
+    }
+    async with agent(app, "vf-answers").test_context() as ctx:
+        await ctx.put(orjson.dumps(good), key=b"a1")
+        await ctx.put(b'{"id": "bad", "answer": ', key=b"bad")
+        await wait_for(outbox, 3)
+    grounded = sent_json(outbox, "verdicts.groundedness")
+    assert [(v["input_id"], v["score"], v["decision"]) for v in grounded] == [("a1", 1.0, "PASS")]
+    consistency = sent_json(outbox, "verdicts.consistency")
+    assert consistency[0]["reasons"][0]["code"] == "fewer_than_two_variants"
+    (dead,) = sent_json(outbox, "dead-letters")
+    assert dead["error_code"] == "not_json"
+    assert dead["offset"] == 1
+    assert dead["raw"] == '{"id": "bad", "answer": '
+
+
+async def test_answers_agent_forwards_events_that_need_collection(built):
+    app, outbox = built
+    event = {
+        "id": "v1",
+        "request_id": "r1",
+        "answer": "x y",
+        "contexts": ["x"],
+        "expected_variants": 2,
+    }
+    async with agent(app, "vf-answers").test_context() as ctx:
+        await ctx.put(orjson.dumps(event), key=b"r1")
+        await wait_for(outbox, 2)
+    topic, key, value = outbox.sent[1]
+    assert (topic, key) == ("internal.consistency-groups", "r1")
+    forwarded = orjson.loads(value)
+    assert forwarded["type"] == "answer"
+    assert "contexts" not in forwarded["event"]
+
+
+async def test_consistency_agent_collects_across_events_and_ignores_duplicates(built):
+    app, outbox = built
+
+    def msg(i):
+        return orjson.dumps(
+            {
+                "type": "answer",
+                "event": {
+                    "id": f"v{i}",
+                    "request_id": "r1",
+                    "answer": ["cat sits on mat", "the cat sat on the mat"][i],
+                    "expected_variants": 3,
+                    "variants": ["the cat sits on the mat"] if i == 0 else [],
+                },
+            }
+        )
+
+    async with agent(app, "vf-consistency").test_context() as ctx:
+        await ctx.put(msg(0), key=b"r1")
+        await ctx.put(msg(0), key=b"r1")  # redelivered: must not count twice
+        await asyncio.sleep(0.05)
+        assert outbox.sent == []
+        await ctx.put(msg(1), key=b"r1")
+        await wait_for(outbox, 1)
+        await ctx.put(msg(1), key=b"r1")  # late duplicate after close: ignored
+        await asyncio.sleep(0.05)
+    (verdict,) = sent_json(outbox, "verdicts.consistency")
+    assert verdict["input_id"] == "r1"
+    assert round(verdict["score"], 4) == 0.6556
+    assert verdict["evidence"]["closed_by"] == "complete"
+    changelog = app.tables["consistency-groups"].changelog
+    assert [len(v["answers"]) for _, v in changelog] == [
+        2,
+        0,
+    ]  # open (the duplicate writes nothing), closed
+    assert changelog[-1][1]["done"]
+
+
+async def test_consistency_window_closes_with_defer(built):
+    app, outbox = built
+    lone = orjson.dumps(
+        {
+            "type": "answer",
+            "event": {"id": "v", "request_id": "r9", "answer": "a", "expected_variants": 2},
+        }
+    )
+    close = orjson.dumps({"type": "close", "key": "r9"})
+    async with agent(app, "vf-consistency").test_context() as ctx:
+        await ctx.put(lone, key=b"r9")
+        await ctx.put(close, key=b"r9")  # too early: the window is still open
+        await asyncio.sleep(0.3)
+        assert outbox.sent == []
+        await ctx.put(close, key=b"r9")
+        await wait_for(outbox, 1)
+    (verdict,) = sent_json(outbox, "verdicts.consistency")
+    assert verdict["decision"] == "DEFER"
+    assert verdict["reasons"][0]["code"] == "fewer_than_two_variants"
+    assert verdict["evidence"]["closed_by"] == "window"
