@@ -11,7 +11,7 @@ import faust
 
 from verdictflow.evaluators.answer_verdicts import ScoringContext
 from verdictflow.evaluators.policy import Policy
-from verdictflow.streams.outbox import FaustOutbox, Outbox
+from verdictflow.streams.outbox import FaustOutbox, Outbox, OutputProducer
 from verdictflow.streams.settings import Settings
 from verdictflow.streams.topics import ALL_TOPICS, full_name
 
@@ -62,7 +62,7 @@ def declare_topics(app: faust.App, settings: Settings) -> dict[str, Any]:
 def create_app(
     settings: Settings,
     policy: Policy,
-    outbox_factory: Callable[[faust.App, Mapping[str, Any]], Outbox] = FaustOutbox,
+    outbox_factory: Callable[[faust.App, Mapping[str, Any]], Outbox] | None = None,
 ) -> faust.App:
     """Build the worker app with the answers and consistency agents.
 
@@ -76,6 +76,12 @@ def create_app(
     app = faust.App(settings.app_id, **conf)
     topics = declare_topics(app, settings)
     ctx = ScoringContext(policy)
+    if outbox_factory is None:
+        output = OutputProducer(settings)
+        app.add_dependency(output)  # started and stopped with the app
+
+        def outbox_factory(app: faust.App, topics: Mapping[str, Any]) -> Outbox:
+            return FaustOutbox(app, topics, output)
 
     def new_outbox() -> Outbox:  # one per sender, so each drains only its own deliveries
         return outbox_factory(app, topics)

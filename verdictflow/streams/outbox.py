@@ -6,9 +6,16 @@ import asyncio
 from collections.abc import Awaitable, Mapping
 from typing import Any, Protocol
 
+from aiokafka import AIOKafkaProducer
+from mode import Service
 from pydantic import BaseModel
 
 from verdictflow.models.codec import encode
+from verdictflow.streams.settings import Settings
+from verdictflow.streams.topics import DEAD_LETTERS, VERDICT_TOPICS
+
+#: Topics read only by monitoring consumers: sent through the batching output producer.
+OUTPUT_TOPICS = frozenset((*VERDICT_TOPICS, DEAD_LETTERS))
 
 
 class Outbox(Protocol):
@@ -31,31 +38,72 @@ async def send_model(
     await outbox.send(topic, key, encode(model), headers)
 
 
-class FaustOutbox:
-    """Sends through the Faust app's producer, so sends join Faust's flush-before-commit.
+class OutputProducer(Service):
+    """A plain, batching aiokafka producer for verdicts and dead letters, run with the app.
 
-    It hands raw bytes to ``app.producer.send`` instead of going through ``Topic.send``, whose
-    per-message bookkeeping (futures, callbacks, sensors) we do not use: the agents encode
-    values themselves. Delivery futures are kept until :meth:`drain`, which agents call once
-    per batch, so a failed delivery stops the agent before its offsets are committed.
+    Output topics are read by monitoring consumers, never by Faust table recovery, so they do
+    not need the embedded broker's one-record-per-batch workaround that Faust's own producer
+    carries (for changelogs and internal topics); batching them removes the broker round trip
+    per record that otherwise bounds throughput. Agents await delivery before acking (see
+    :meth:`FaustOutbox.drain`), so at-least-once does not rely on Faust's flush.
     """
 
-    def __init__(self, app: Any, topics: Mapping[str, Any]) -> None:
+    def __init__(self, settings: Settings) -> None:
+        super().__init__()
+        self._settings = settings
+        self._producer: AIOKafkaProducer | None = None
+        self._lock: asyncio.Lock | None = None
+
+    async def on_start(self) -> None:
+        await self.producer()
+
+    async def producer(self) -> AIOKafkaProducer:
+        """The started producer (started on first use, once)."""
+        if self._producer is None:
+            self._lock = self._lock or asyncio.Lock()
+            async with self._lock:
+                if self._producer is None:
+                    producer = AIOKafkaProducer(
+                        bootstrap_servers=self._settings.bootstrap_servers,
+                        acks="all",
+                        linger_ms=2,
+                    )
+                    await producer.start()
+                    self._producer = producer
+        return self._producer
+
+    async def on_stop(self) -> None:
+        producer, self._producer = self._producer, None
+        if producer is not None:
+            await producer.stop()  # flushes what is still buffered
+
+
+class FaustOutbox:
+    """Sends output topics through :class:`OutputProducer` and internal ones through the
+    Faust app's producer (so table-adjacent traffic keeps Faust's settings).
+
+    Raw bytes go straight to the producers, skipping ``Topic.send``'s per-message bookkeeping
+    (futures, callbacks, sensors) that we do not use. Delivery futures are kept until
+    :meth:`drain`, which each agent calls once per batch before the batch is acked, so a
+    failed delivery stops the worker before its offsets are committed.
+    """
+
+    def __init__(self, app: Any, topics: Mapping[str, Any], output: OutputProducer) -> None:
         self._app = app
+        self._output = output
         self._names = {short: t.get_topic_name() for short, t in topics.items()}
         self._pending: list[Awaitable[Any]] = []
 
     async def send(
         self, topic: str, key: str, value: bytes, headers: Mapping[str, bytes] | None = None
     ) -> None:
-        fut = await self._app.producer.send(
-            self._names[topic],
-            key.encode(),
-            value,
-            None,
-            None,
-            list(headers.items()) if headers else None,
-        )
+        header_list = list(headers.items()) if headers else None
+        name = self._names[topic]
+        if topic in OUTPUT_TOPICS:
+            producer = await self._output.producer()
+            fut = await producer.send(name, value, key=key.encode(), headers=header_list)
+        else:
+            fut = await self._app.producer.send(name, key.encode(), value, None, None, header_list)
         self._pending.append(fut)
 
     async def drain(self) -> None:
