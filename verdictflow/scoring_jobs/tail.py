@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from verdictflow.streams.admin import ensure_topics
 from verdictflow.streams.settings import Settings
 from verdictflow.streams.topics import full_name
 
@@ -27,6 +28,8 @@ async def tail(
     """Yield ``(full topic name, value)`` pairs until ``count`` records, ``timeout`` idle
     seconds, or ``should_stop()`` (checked at every poll) says so."""
     names = [full_name(t, settings.topic_prefix) for t in topics]
+    # Tailing before the worker has started is normal: declare what we read, as the worker would.
+    await ensure_topics(settings, topics)
     consumer = AIOKafkaConsumer(
         bootstrap_servers=settings.bootstrap_servers,
         group_id=None,
@@ -64,7 +67,7 @@ async def tail(
 
 
 async def _partitions_for(consumer: AIOKafkaConsumer, topic: str) -> set[int]:
-    """Partitions of ``topic``, waiting briefly for metadata (empty set if it does not exist)."""
+    """Partitions of ``topic``, waiting briefly for its metadata to arrive."""
     deadline = time.monotonic() + 5
     while True:
         parts = consumer.partitions_for_topic(topic)

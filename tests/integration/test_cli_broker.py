@@ -1,0 +1,95 @@
+"""The command line against the embedded broker, as a person would run it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.conftest import settings_env
+from verdictflow.streams.broker import EmbeddedBroker
+
+pytestmark = pytest.mark.broker
+SAMPLE = Path(str(resources.files("verdictflow") / "samples" / "answers.jsonl"))
+
+
+def vf(*args: str, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "verdictflow", *args],
+        env=env,
+        text=True,
+        capture_output=True,
+        timeout=timeout,
+    )
+
+
+def test_replay_then_tail_shows_the_verdicts(settings_factory, worker_factory):
+    settings = settings_factory()
+    env = settings_env(settings)
+    worker_factory(settings)
+    replayed = vf("replay", str(SAMPLE), "--topic", "answers", env=env)
+    assert replayed.returncode == 0, replayed.stderr
+    assert "sent 13 records" in replayed.stderr
+
+    grounded = vf(
+        "tail",
+        "verdicts.groundedness",
+        "--from-beginning",
+        "--count",
+        "11",
+        "--timeout",
+        "60",
+        env=env,
+    )
+    assert grounded.returncode == 0, grounded.stderr
+    by_id = {v["input_id"]: v for v in map(orjson.loads, grounded.stdout.splitlines())}
+    assert len(by_id) == 11
+    assert by_id["spec-q1-both-contexts"]["score"] == 1.0
+    assert by_id["spec-q1-c1-only"]["score"] == 0.6
+    assert by_id["no-context"]["decision"] == "DEFER"
+
+    consistency = vf(
+        "tail",
+        f"{settings.topic_prefix}verdicts.consistency",
+        "--from-beginning",
+        "--count",
+        "8",
+        "--timeout",
+        "60",
+        env=env,
+    )
+    q2 = {v["input_id"]: v for v in map(orjson.loads, consistency.stdout.splitlines())}
+    assert round(q2["spec-q2"]["score"], 4) == 0.6556
+    assert q2["req-capital"]["evidence"]["n"] == 3  # collected across three events
+
+    dead = vf(
+        "tail", "dead-letters", "--from-beginning", "--count", "2", "--timeout", "30", env=env
+    )
+    assert sorted(orjson.loads(x)["error_code"] for x in dead.stdout.splitlines()) == [
+        "not_json",
+        "schema",
+    ]
+
+
+def test_tail_stops_after_idle_timeout(settings_factory):
+    settings = settings_factory()
+    result = vf("tail", "verdicts.judge", "--timeout", "1", env=settings_env(settings))
+    assert result.returncode == 0
+    assert result.stdout == ""
+
+
+def test_dev_runs_the_whole_pipeline_and_checks_it(tmp_path):
+    port = EmbeddedBroker().port  # a free port for dev's own broker
+    result = subprocess.run(
+        [sys.executable, "-m", "verdictflow", "dev", "--exit-after-replay", "--port", str(port)],
+        cwd=tmp_path,
+        text=True,
+        capture_output=True,
+        timeout=180,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "19 verdicts, 2 dead letters, 0 missing, 0 differing from offline eval" in result.stdout

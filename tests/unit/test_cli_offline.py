@@ -1,0 +1,148 @@
+"""The command line without a broker: eval, schemas, and error handling."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+
+import orjson
+import pytest
+from typer.testing import CliRunner
+
+from verdictflow.cli import app
+from verdictflow.models.schemas import TOPIC_VALUE_MODELS
+
+runner = CliRunner()
+SPEC_FILE = Path(str(resources.files("verdictflow") / "samples" / "answers.jsonl"))
+
+
+def test_eval_answers_prints_the_spec_values():
+    result = runner.invoke(app, ["eval", "answers", str(SPEC_FILE)])
+    assert result.exit_code == 0, result.output
+    verdicts = [orjson.loads(line) for line in result.stdout.splitlines()]
+    scores = {(v["kind"], v["input_id"]): v["score"] for v in verdicts}
+    assert scores[("groundedness", "spec-q1-both-contexts")] == 1.0
+    assert scores[("groundedness", "spec-q1-c1-only")] == 0.6
+    assert round(scores[("consistency", "spec-q2")], 4) == 0.6556
+
+
+def test_eval_table_format_shows_four_decimals():
+    result = runner.invoke(app, ["eval", "answers", str(SPEC_FILE), "--format", "table"])
+    assert result.exit_code == 0
+    assert "0.6556" in result.stdout
+    assert "0.6000" in result.stdout
+
+
+def test_eval_is_byte_stable_across_processes(tmp_path):
+    def run() -> bytes:
+        return subprocess.run(
+            [sys.executable, "-m", "verdictflow", "eval", "answers", str(SPEC_FILE)],
+            check=True,
+            capture_output=True,
+        ).stdout
+
+    first, second = run(), run()
+    assert first == second
+    assert first.count(b"\n") == 19
+
+
+def test_eval_reports_malformed_lines_as_dead_letters():
+    result = subprocess.run(
+        [sys.executable, "-m", "verdictflow", "eval", "answers", str(SPEC_FILE)],
+        check=True,
+        capture_output=True,
+    )
+    dead = [json.loads(line) for line in result.stderr.splitlines() if line.startswith(b"{")]
+    assert [(d["offset"], d["error_code"]) for d in dead] == [(12, "schema"), (13, "not_json")]
+
+
+def test_policy_change_is_visible_in_verdicts(tmp_path):
+    strict = tmp_path / "strict.yaml"
+    strict.write_text("groundedness:\n  threshold: 0.95\n")
+    default = runner.invoke(app, ["eval", "answers", str(SPEC_FILE)]).stdout.splitlines()
+    changed = runner.invoke(app, ["eval", "answers", str(SPEC_FILE), "--policy", str(strict)])
+    a, b = orjson.loads(default[0]), orjson.loads(changed.stdout.splitlines()[0])
+    assert a["config_digest"] != b["config_digest"]
+    assert a["verdict_id"] != b["verdict_id"]
+    assert b["threshold"] == 0.95
+
+
+def test_malformed_policy_exits_with_one_clear_line(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("groundedness:\n  threshold: 2\n")
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "verdictflow",
+            "eval",
+            "answers",
+            str(SPEC_FILE),
+            "--policy",
+            str(bad),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 2
+    assert "error:" in result.stderr
+    assert "groundedness.threshold" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_worker_refuses_to_start_with_malformed_policy(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("consistency: {window_seconds: -1}\n")
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "verdictflow",
+            "worker",
+            "--policy",
+            str(bad),
+            "--broker",
+            "kafka://127.0.0.1:1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "consistency.window_seconds" in result.stderr
+
+
+def test_schemas_written_for_every_topic(tmp_path):
+    result = runner.invoke(app, ["schemas", "--out", str(tmp_path)])
+    assert result.exit_code == 0
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert files == sorted(f"{t}.schema.json" for t in TOPIC_VALUE_MODELS)
+    verdict = json.loads((tmp_path / "verdicts.groundedness.schema.json").read_text())
+    assert {"verdict_id", "decision", "config_digest", "evidence"} <= set(verdict["properties"])
+    answer = json.loads((tmp_path / "answers.schema.json").read_text())
+    assert set(answer["required"]) == {"id", "answer"}
+
+
+@pytest.mark.parametrize("bad_topic", ["nope", "vf.nope"])
+def test_unknown_topic_is_a_clear_error(bad_topic):
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "verdictflow",
+            "tail",
+            bad_topic,
+            "--broker",
+            "kafka://127.0.0.1:1",
+            "--timeout",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "unknown topic" in result.stderr
