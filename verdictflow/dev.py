@@ -113,41 +113,46 @@ async def _watch(
     mismatched: list[str] = []
     dead = 0
     started = time.monotonic()
-    with Live(
-        _counts_table(counts, dead, 0, len(expected)), console=console, refresh_per_second=4
-    ) as live:
+    try:
+        with Live(
+            _counts_table(counts, dead, 0, len(expected)), console=console, refresh_per_second=4
+        ) as live:
 
-        def should_stop() -> bool:
-            if worker.poll() is not None:
-                return True
-            if not exit_after_replay:
-                return False
-            return len(seen) >= len(expected) or time.monotonic() - started > timeout
+            def should_stop() -> bool:
+                if worker.poll() is not None:
+                    return True
+                if not exit_after_replay:
+                    return False
+                return len(seen) >= len(expected) or time.monotonic() - started > timeout
 
-        async for topic, value in tail(
-            [*VERDICT_TOPICS, DEAD_LETTERS], settings, from_beginning=True, should_stop=should_stop
-        ):
-            if topic.endswith(DEAD_LETTERS):
-                dead += 1
-            else:
-                verdict = orjson.loads(value)
-                vid = verdict["verdict_id"]
-                if vid not in seen:
-                    counts[(verdict["kind"], verdict["decision"])] += 1
-                    seen[vid] = value
-                    if expected.get(vid) != value:
-                        mismatched.append(vid)
-                    score = "-" if verdict["score"] is None else f"{verdict['score']:.4f}"
-                    live.console.print(
-                        f"{verdict['kind']:>13} {verdict['input_id']:<24} "
-                        f"{score:>7} {verdict['decision']}"
-                    )
-            live.update(_counts_table(counts, dead, len(seen), len(expected)))
-    missing = len(expected) - len(seen)
-    console.print(
-        f"{len(seen)} verdicts, {dead} dead letters, {missing} missing, "
-        f"{len(mismatched)} differing from offline eval"
-    )
+            async for topic, value in tail(
+                [*VERDICT_TOPICS, DEAD_LETTERS],
+                settings,
+                from_beginning=True,
+                should_stop=should_stop,
+            ):
+                if topic.endswith(DEAD_LETTERS):
+                    dead += 1
+                else:
+                    verdict = orjson.loads(value)
+                    vid = verdict["verdict_id"]
+                    if vid not in seen:
+                        counts[(verdict["kind"], verdict["decision"])] += 1
+                        seen[vid] = value
+                        if expected.get(vid) != value:
+                            mismatched.append(vid)
+                        score = "-" if verdict["score"] is None else f"{verdict['score']:.4f}"
+                        live.console.print(
+                            f"{verdict['kind']:>13} {verdict['input_id']:<24} "
+                            f"{score:>7} {verdict['decision']}"
+                        )
+                live.update(_counts_table(counts, dead, len(seen), len(expected)))
+    finally:  # also on Ctrl-C: say what was seen
+        missing = len(expected) - len(seen)
+        console.print(
+            f"\n{len(seen)} verdicts, {dead} dead letters, {missing} missing, "
+            f"{len(mismatched)} differing from offline eval"
+        )
     if worker.poll() is not None:
         console.print(f"[red]worker exited with code {worker.returncode}[/]; see its log")
         return 1

@@ -54,3 +54,12 @@ def test_closed_marker_drops_texts():
     assert marker["done"]
     assert marker["answers"] == []
     assert marker["deadline"] == 99.0
+
+
+def test_verdict_meta_does_not_depend_on_arrival_order():
+    a = ev(id="a", request_id="r", model="m-a", tenant="t-a", expected_variants=2)
+    b = ev(id="b", request_id="r", model="m-b", tenant="t-b", expected_variants=2)
+    forward = vg.add_event(vg.add_event(vg.new_group(a, 0.0), a, 32), b, 32)
+    backward = vg.add_event(vg.add_event(vg.new_group(b, 0.0), b, 32), a, 32)
+    assert vg.meta_of(forward) == vg.meta_of(backward)
+    assert vg.meta_of(forward).model == "m-a"

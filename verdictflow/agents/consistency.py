@@ -159,10 +159,11 @@ def register(
 
     @app.agent(topics[CONSISTENCY_GROUPS], name="vf-consistency")
     async def consistency_agent(stream: Any) -> None:
-        async for event in stream.events():
+        async for batch in stream.take_events(settings.batch_size, settings.batch_window_seconds):
             try:
-                await process_group_record(Record.from_faust(event.message), store, outbox)
-                await outbox.drain()
+                for event in batch:
+                    await process_group_record(Record.from_faust(event.message), store, outbox)
+                await outbox.drain()  # delivered before take_events acks the batch
             except Exception as exc:  # table or producer failure: see streams.fatal
                 stop_without_commit("consistency agent", exc)
 

@@ -12,6 +12,9 @@ Rules (documented in the README):
   or without a request_id is complete on its own, and a bare answer with a request_id waits for
   the window.
 - The first event to give ``expected`` sets it for the group.
+- The verdict's model, tenant, group and event time come from the event with the smallest
+  id, not the first to arrive: redelivery after a crash can change arrival order, and the
+  verdict must not change with it.
 - After a group closes its key is remembered (``done``) for a while, so a late duplicate does not
   open a second group whose verdict would contradict the first under the same verdict_id.
 """
@@ -57,6 +60,7 @@ def new_group(event: AnswerEvent, deadline: float) -> GroupState:
         "truncated": 0,
         "done": False,
         "meta": [meta.model, meta.tenant, meta.group, meta.event_ts],
+        "meta_from": event.id,
     }
 
 
@@ -76,7 +80,12 @@ def add_event(state: GroupState, event: AnswerEvent, max_variants: int) -> Group
     expected = state["expected"]
     if expected is None:
         expected = expected_count(event)
-    return {**state, "answers": answers, "expected": expected, "truncated": truncated}
+    updated = {**state, "answers": answers, "expected": expected, "truncated": truncated}
+    if event.id < state["meta_from"]:
+        meta = VerdictMeta.of(event)
+        updated["meta"] = [meta.model, meta.tenant, meta.group, meta.event_ts]
+        updated["meta_from"] = event.id
+    return updated
 
 
 def is_complete(state: GroupState) -> bool:
