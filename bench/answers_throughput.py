@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -178,7 +180,9 @@ def main() -> None:
     parser.add_argument("--pad", type=int, default=1000, help="approximate record size, bytes")
     parser.add_argument("--profile", choices=[*PROFILES, "both"], default="both")
     parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--repeat", type=int, default=3, help="runs per system; median shown")
     args = parser.parse_args()
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)  # reconnect noise at broker stop
     lines = generate(args.n, seed=3, pad_to=args.pad, inline_share=0.2).lines
     avg = sum(map(len, lines)) / len(lines)
     print(f"machine: {machine()}")
@@ -189,12 +193,19 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="vf-bench-"))
     profiles = list(PROFILES) if args.profile == "both" else [args.profile]
     for profile in profiles:
-        rates = {name: run_system(name, lines, profile, args.partitions, tmp) for name in SYSTEMS}
+        runs = {
+            name: sorted(
+                run_system(name, lines, profile, args.partitions, tmp) for _ in range(args.repeat)
+            )
+            for name in SYSTEMS
+        }
+        rates = {name: statistics.median(r) for name, r in runs.items()}
         print(f"\nproducer profile '{profile}': {PROFILES[profile]}")
-        print(f"{'system':<22}{'answers/s':>12}{'vs raw':>9}{'vs faust':>10}")
+        print(f"{'system':<22}{'answers/s (median)':>20}{'range':>18}{'vs raw':>9}{'vs faust':>10}")
         for name, rate in rates.items():
+            spread = f"{runs[name][0]:,.0f}-{runs[name][-1]:,.0f}"
             print(
-                f"{name:<22}{rate:>12,.0f}{rate / rates[SYSTEMS[0]]:>9.3f}"
+                f"{name:<22}{rate:>20,.0f}{spread:>18}{rate / rates[SYSTEMS[0]]:>9.3f}"
                 f"{rate / rates[SYSTEMS[1]]:>10.3f}"
             )
 

@@ -23,7 +23,7 @@ from rich.table import Table
 
 from verdictflow.evaluators.answer_verdicts import ScoringContext
 from verdictflow.evaluators.policy import load_policy
-from verdictflow.scoring_jobs.eval_answers import evaluate_answers
+from verdictflow.scoring_jobs.eval_answers import expected_verdicts
 from verdictflow.scoring_jobs.replay import read_lines, replay
 from verdictflow.scoring_jobs.tail import tail
 from verdictflow.streams.broker import EmbeddedBroker
@@ -60,11 +60,7 @@ def run_dev(
     data_dir = Path(".verdictflow")
     data_dir.mkdir(exist_ok=True)
     ctx = ScoringContext(load_policy(policy))
-    expected = {
-        o.verdict.verdict_id: orjson.dumps(o.verdict.model_dump(mode="json"))
-        for o in evaluate_answers(read_lines(sample), ctx)
-        if o.verdict
-    }
+    expected = expected_verdicts(read_lines(sample), ctx)
     with EmbeddedBroker(port=port, log_path=data_dir / "broker.log") as broker:
         settings = Settings(
             broker=broker.url,

@@ -12,7 +12,7 @@ import pytest
 from verdictflow.evaluators.answer_verdicts import ScoringContext
 from verdictflow.evaluators.policy import load_policy
 from verdictflow.samples.traffic import generate
-from verdictflow.scoring_jobs.eval_answers import evaluate_answers
+from verdictflow.scoring_jobs.eval_answers import expected_verdicts
 from verdictflow.scoring_jobs.replay import replay
 from verdictflow.scoring_jobs.tail import tail
 from verdictflow.streams.topics import DEAD_LETTERS, VERDICT_TOPICS
@@ -59,11 +59,7 @@ def test_thousand_answers_get_exactly_their_verdicts(settings_factory, worker_fa
     assert traffic.windowed_requests > 5
 
     ctx = ScoringContext(load_policy(policy_path))
-    expected = {
-        o.verdict.verdict_id: orjson.dumps(o.verdict.model_dump(mode="json"))
-        for o in evaluate_answers(traffic.lines, ctx)
-        if o.verdict
-    }
+    expected = expected_verdicts(traffic.lines, ctx)
     kinds = {orjson.loads(v)["kind"] for v in expected.values()}
     assert kinds == {"groundedness", "consistency"}
 

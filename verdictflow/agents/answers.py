@@ -18,12 +18,7 @@ import faust
 
 from verdictflow.agents.consistency import group_message
 from verdictflow.evaluators import variant_groups
-from verdictflow.evaluators.answer_verdicts import (
-    ScoringContext,
-    VerdictMeta,
-    score_consistency,
-    score_groundedness,
-)
+from verdictflow.evaluators.answer_verdicts import ScoringContext, score_groundedness
 from verdictflow.exceptions import InvalidEvent
 from verdictflow.models.codec import decode, encode
 from verdictflow.models.events import AnswerEvent
@@ -66,13 +61,7 @@ def score_answer_event(event: AnswerEvent, ctx: ScoringContext) -> list[tuple[st
     q1 = score_groundedness(event, ctx)
     outputs = [(verdict_topic(q1.kind), q1.input_id, encode(q1))]
     if variant_groups.is_self_contained(event):
-        q2 = score_consistency(
-            event.group_key,
-            variant_groups.contributions(event),
-            ctx,
-            VerdictMeta.of(event),
-            expected=event.expected_variants,
-        )
+        q2 = variant_groups.score_self_contained(event, ctx)
         outputs.append((verdict_topic(q2.kind), q2.input_id, encode(q2)))
     else:
         outputs.append((CONSISTENCY_GROUPS, event.group_key, group_message(event)))

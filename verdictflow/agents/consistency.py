@@ -22,7 +22,7 @@ import faust
 import orjson
 
 from verdictflow.evaluators import variant_groups as vg
-from verdictflow.evaluators.answer_verdicts import ScoringContext, score_consistency
+from verdictflow.evaluators.answer_verdicts import ScoringContext
 from verdictflow.models.events import AnswerEvent
 from verdictflow.models.verdicts import Verdict
 from verdictflow.streams.fatal import stop_without_commit
@@ -65,15 +65,7 @@ class GroupStore:
         self.close_sent: dict[str, float] = {}
 
     def _finish(self, key: str, state: vg.GroupState, closed_by: str, now: float) -> Verdict:
-        verdict = score_consistency(
-            key,
-            vg.answers_of(state),
-            self.ctx,
-            vg.meta_of(state),
-            expected=state["expected"],
-            closed_by=closed_by,
-            truncated=state["truncated"],
-        )
+        verdict = vg.score_group(key, state, self.ctx, closed_by)
         self.table[key] = vg.closed_marker(state, now + self.settings.consistency_forget_seconds)
         return verdict
 

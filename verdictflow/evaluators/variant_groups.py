@@ -23,8 +23,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from verdictflow.evaluators.answer_verdicts import VerdictMeta
+from verdictflow.evaluators.answer_verdicts import ScoringContext, VerdictMeta, score_consistency
 from verdictflow.models.events import AnswerEvent
+from verdictflow.models.verdicts import Verdict
 
 GroupState = dict[str, Any]
 
@@ -106,3 +107,27 @@ def meta_of(state: GroupState) -> VerdictMeta:
 def closed_marker(state: GroupState, forget_at: float) -> GroupState:
     """What stays in the table after the verdict: enough to ignore late duplicates."""
     return {**state, "answers": [], "done": True, "deadline": forget_at}
+
+
+def score_self_contained(event: AnswerEvent, ctx: ScoringContext) -> Verdict:
+    """Q2 verdict of an event that carries its whole consistency set."""
+    return score_consistency(
+        event.group_key,
+        contributions(event),
+        ctx,
+        VerdictMeta.of(event),
+        expected=event.expected_variants,
+    )
+
+
+def score_group(key: str, state: GroupState, ctx: ScoringContext, closed_by: str) -> Verdict:
+    """Q2 verdict of a collected group; ``closed_by`` is ``complete`` or ``window``."""
+    return score_consistency(
+        key,
+        answers_of(state),
+        ctx,
+        meta_of(state),
+        expected=state["expected"],
+        closed_by=closed_by,
+        truncated=state["truncated"],
+    )

@@ -12,14 +12,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from verdictflow.evaluators import variant_groups as vg
-from verdictflow.evaluators.answer_verdicts import (
-    ScoringContext,
-    VerdictMeta,
-    score_consistency,
-    score_groundedness,
-)
+from verdictflow.evaluators.answer_verdicts import ScoringContext, score_groundedness
 from verdictflow.exceptions import InvalidEvent
-from verdictflow.models.codec import DEFAULT_MAX_EVENT_BYTES, decode
+from verdictflow.models.codec import DEFAULT_MAX_EVENT_BYTES, decode, encode
 from verdictflow.models.dead_letter import DeadLetter
 from verdictflow.models.events import AnswerEvent
 from verdictflow.models.verdicts import Verdict
@@ -56,15 +51,7 @@ def evaluate_answers(
             continue
         yield Output(verdict=score_groundedness(event, ctx))
         if vg.is_self_contained(event):
-            yield Output(
-                verdict=score_consistency(
-                    event.group_key,
-                    vg.contributions(event),
-                    ctx,
-                    VerdictMeta.of(event),
-                    expected=event.expected_variants,
-                )
-            )
+            yield Output(verdict=vg.score_self_contained(event, ctx))
             continue
         key = event.group_key
         state = groups.get(key) or vg.new_group(event, deadline=0.0)
@@ -72,21 +59,18 @@ def evaluate_answers(
             continue
         state = vg.add_event(state, event, max_variants)
         if vg.is_complete(state):
-            yield Output(verdict=_finish(key, state, ctx, "complete"))
+            yield Output(verdict=vg.score_group(key, state, ctx, "complete"))
             state = vg.closed_marker(state, 0.0)
         groups[key] = state
     for key, state in groups.items():
         if not state["done"]:
-            yield Output(verdict=_finish(key, state, ctx, "window"))
+            yield Output(verdict=vg.score_group(key, state, ctx, "window"))
 
 
-def _finish(key: str, state: vg.GroupState, ctx: ScoringContext, closed_by: str) -> Verdict:
-    return score_consistency(
-        key,
-        vg.answers_of(state),
-        ctx,
-        vg.meta_of(state),
-        expected=state["expected"],
-        closed_by=closed_by,
-        truncated=state["truncated"],
-    )
+def expected_verdicts(lines: Iterable[bytes], ctx: ScoringContext) -> dict[str, bytes]:
+    """verdict_id -> encoded verdict for ``lines``: what a worker must emit for them."""
+    return {
+        o.verdict.verdict_id: encode(o.verdict)
+        for o in evaluate_answers(lines, ctx)
+        if o.verdict is not None
+    }
