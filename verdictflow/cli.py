@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -40,6 +41,11 @@ def build_settings(**overrides: Any) -> Settings:
     return Settings(**given)
 
 
+def _exit_on_sigterm() -> None:
+    """Make SIGTERM unwind like Ctrl-C, so ``finally`` blocks stop child processes."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+
 def _setup_logging(level: str = "info") -> None:
     logging.basicConfig(
         level=level.upper(),
@@ -54,6 +60,7 @@ def broker(port: Annotated[int, typer.Option(help="Port on 127.0.0.1")] = 9092) 
     from verdictflow.streams.broker import EmbeddedBroker
 
     _setup_logging()
+    _exit_on_sigterm()
     embedded = EmbeddedBroker(port=port).start()
     err.print(f"embedded broker ready at [bold]{embedded.url}[/] (memory storage; Ctrl-C stops)")
     try:
@@ -182,6 +189,7 @@ def dev(
     from verdictflow.dev import run_dev
 
     _setup_logging("warning")
+    _exit_on_sigterm()
     raise typer.Exit(
         run_dev(
             port=port,

