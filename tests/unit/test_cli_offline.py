@@ -146,3 +146,13 @@ def test_unknown_topic_is_a_clear_error(bad_topic):
     )
     assert result.returncode == 2
     assert "unknown topic" in result.stderr
+
+
+def test_committed_schemas_match_the_models(tmp_path):
+    """schemas/ in the repo is what consumers download; it must not drift from the models."""
+    runner.invoke(app, ["schemas", "--out", str(tmp_path)])
+    committed = Path(__file__).resolve().parents[2] / "schemas"
+    fresh = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    assert fresh == {p.name: p.read_bytes() for p in committed.iterdir()}, (
+        "run `verdictflow schemas --out schemas` and commit the result"
+    )
