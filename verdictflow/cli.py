@@ -220,6 +220,55 @@ def rq_eval(
 
 
 @app.command()
+def calibrate(
+    golden: Annotated[
+        Path,
+        typer.Argument(
+            exists=True, dir_okay=False, help="JSONL: events + label (pass/fail) + group?"
+        ),
+    ],
+    kind: Annotated[str, typer.Option(help="groundedness or consistency")],
+    cost_fp: Annotated[float, typer.Option(min=0, help="Cost of passing a fail item")] = 1.0,
+    cost_fn: Annotated[float, typer.Option(min=0, help="Cost of failing a pass item")] = 1.0,
+    max_fpr: Annotated[
+        float | None, typer.Option(min=0, max=1, help="FPR budget, met in every group")
+    ] = None,
+    margin_quantile: Annotated[
+        float, typer.Option(min=0, max=1, help="Spread quantile added as margin")
+    ] = 0.95,
+    policy: PolicyOpt = None,
+    out: Annotated[Path, typer.Option(help="Policy file to write")] = Path("policy.yaml"),
+    report: Annotated[
+        Path | None, typer.Option(help="Directory for ROC/DET plot and table")
+    ] = None,
+) -> None:
+    """Choose a kind's threshold from a labelled golden set; write a policy (and a report)."""
+    from verdictflow.evaluators.policy import load_policy
+    from verdictflow.scoring_jobs import calibrate as cal
+
+    result = cal.calibrate(
+        cal.read_golden(golden),
+        kind,
+        load_policy(policy),
+        cost_fp=cost_fp,
+        cost_fn=cost_fn,
+        max_fpr=max_fpr,
+        margin_quantile=margin_quantile,
+    )
+    out.write_text(cal.policy_yaml(result.policy))
+    rec = result.record
+    err.print(
+        f"{kind}: threshold {rec.threshold:.4f} (raw {rec.raw_threshold:.4f} + margin "
+        f"{rec.margin:.4f}), expected TPR {rec.expected_tpr:.4f}, FPR {rec.expected_fpr:.4f}"
+        + (f", worst group {rec.worst_group}" if rec.worst_group else "")
+        + f"; policy written to {out}"
+    )
+    if report is not None:
+        for path in cal.write_report(result, report):
+            err.print(f"report: {path}")
+
+
+@app.command()
 def schemas(
     out: Annotated[Path, typer.Option("--out", help="Output directory")] = Path("schemas"),
 ) -> None:

@@ -53,6 +53,25 @@ class EvidencePolicy(_Strict):
     max_pairs: Annotated[int, Field(ge=0, le=10_000)] = 45
 
 
+class CalibrationRecord(_Strict):
+    """Where a threshold came from (written by ``verdictflow calibrate``)."""
+
+    golden_digest: str
+    golden_rows: int
+    deferred_rows: int
+    objective: str
+    cost_fp: float
+    cost_fn: float
+    max_fpr: float | None
+    raw_threshold: Unit
+    margin: Annotated[float, Field(ge=0.0)]
+    margin_quantile: Unit
+    threshold: Unit
+    expected_tpr: Unit
+    expected_fpr: Unit
+    worst_group: str | None = None
+
+
 class Policy(_Strict):
     """Everything that can change a verdict, and nothing else."""
 
@@ -61,6 +80,7 @@ class Policy(_Strict):
     groundedness: GroundednessPolicy = GroundednessPolicy()
     consistency: ConsistencyPolicy = ConsistencyPolicy()
     evidence: EvidencePolicy = EvidencePolicy()
+    calibration: dict[str, CalibrationRecord] = {}
 
     def make_tokenizer(self) -> Tokenizer:
         return Tokenizer(remove_stopwords=self.tokenizer.remove_stopwords)
