@@ -24,7 +24,6 @@ import orjson
 from verdictflow.evaluators import variant_groups as vg
 from verdictflow.evaluators.answer_verdicts import ScoringContext
 from verdictflow.models.events import AnswerEvent
-from verdictflow.models.verdicts import Verdict
 from verdictflow.streams.fatal import stop_without_commit
 from verdictflow.streams.outbox import Outbox, send_model
 from verdictflow.streams.records import Record
@@ -55,58 +54,16 @@ def close_message(key: str) -> bytes:
     return orjson.dumps({"type": "close", "key": key})
 
 
-class GroupStore:
-    """The per-request state plus the close-message bookkeeping of this worker."""
-
-    def __init__(self, table: Any, ctx: ScoringContext, settings: Settings) -> None:
-        self.table = table
-        self.ctx = ctx
-        self.settings = settings
-        self.close_sent: dict[str, float] = {}
-
-    def _finish(self, key: str, state: vg.GroupState, closed_by: str, now: float) -> Verdict:
-        verdict = vg.score_group(key, state, self.ctx, closed_by)
-        self.table[key] = vg.closed_marker(state, now + self.settings.consistency_forget_seconds)
-        return verdict
-
-    def on_answer(self, event: AnswerEvent, now: float) -> Verdict | None:
-        key = event.group_key
-        state = self.table.get(key)
-        if state is None:
-            window = self.ctx.policy.consistency.window_seconds
-            state = vg.new_group(event, deadline=now + window)
-        elif state["done"]:
-            logger.info("late answer %s for closed request %s ignored", event.id, key)
-            return None
-        updated = vg.add_event(state, event, self.ctx.policy.consistency.max_variants)
-        if vg.is_complete(updated):
-            return self._finish(key, updated, "complete", now)
-        if updated != state:  # a redelivered answer changes nothing: no changelog write
-            self.table[key] = updated
-        return None
-
-    def on_close(self, key: str, now: float) -> Verdict | None:
-        self.close_sent.pop(key, None)
-        state = self.table.get(key)
-        if state is None or now < state["deadline"]:
-            return None
-        if state["done"]:
-            del self.table[key]
-            return None
-        return self._finish(key, state, "window", now)
-
-    def due_for_close(self, now: float, resend_after: float) -> list[str]:
-        """Keys whose deadline passed and that have no close message in flight."""
-        due = []
-        for key, state in list(self.table.items()):
-            sent = self.close_sent.get(key)
-            if state["deadline"] <= now and (sent is None or now - sent > resend_after):
-                self.close_sent[key] = now
-                due.append(key)
-        return due
+def parse_group_message(value: bytes) -> AnswerEvent | str:
+    """The inverse of :func:`group_message` and :func:`close_message`: an answer to add to
+    its group, or the key of a group whose window may have closed."""
+    msg = orjson.loads(value)
+    if msg["type"] == "answer":
+        return AnswerEvent.model_validate(msg["event"])
+    return str(msg["key"])
 
 
-async def process_group_record(record: Record, store: GroupStore, outbox: Outbox) -> None:
+async def process_group_record(record: Record, store: vg.GroupStore, outbox: Outbox) -> None:
     """Apply one internal message.
 
     Internal messages are produced by this package, so one that does not parse is a bug or a
@@ -115,17 +72,15 @@ async def process_group_record(record: Record, store: GroupStore, outbox: Outbox
     processed again after restart instead of being lost.
     """
     try:
-        msg = orjson.loads(record.value or b"")
-        if msg["type"] == "answer":
-            answer: AnswerEvent | None = AnswerEvent.model_validate(msg["event"])
-            key = ""
-        else:
-            answer, key = None, str(msg["key"])
+        parsed = parse_group_message(record.value or b"")
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
         logger.exception("unusable internal message at %s skipped", record.where)
         return
     now = time.time()
-    verdict = store.on_answer(answer, now) if answer else store.on_close(key, now)
+    if isinstance(parsed, AnswerEvent):
+        verdict = store.on_answer(parsed, now)
+    else:
+        verdict = store.on_close(parsed, now)
     if verdict is not None:
         headers = {"vf-source": record.where.encode()}
         await send_model(outbox, verdict_topic(verdict.kind), verdict.input_id, verdict, headers)
@@ -146,7 +101,7 @@ def register(
         partitions=settings.partitions,
         use_partitioner=True,
     )
-    store = GroupStore(table, ctx, settings)
+    store = vg.GroupStore(table, ctx, forget_seconds=settings.consistency_forget_seconds)
     tick = settings.consistency_tick_seconds
 
     @app.agent(topics[CONSISTENCY_GROUPS], name="vf-consistency")

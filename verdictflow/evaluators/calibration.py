@@ -90,53 +90,63 @@ def choose_threshold(
     """The operating point by cost, under an optional per-group false-positive budget."""
     n_pos = sum(positives)
     n_neg = len(positives) - n_pos
-    group_of = list(groups) if groups is not None else ["all"] * len(scores)
-    names = sorted(set(group_of))
-
-    def group_fprs(t: float) -> dict[str, float]:
-        out = {}
-        for g in names:
-            idx = [i for i, name in enumerate(group_of) if name == g]
-            if any(not positives[i] for i in idx):
-                out[g] = rates_at(t, [scores[i] for i in idx], [positives[i] for i in idx])[1]
-        return out
-
+    members = _split_by_group(scores, positives, groups)
     best: Choice | None = None
     for point in operating_points(scores, positives):  # strictest first: ties keep the stricter
-        fprs = group_fprs(point.threshold) if max_fpr is not None else {}
-        if max_fpr is not None and any(f > max_fpr for f in fprs.values()):
-            continue
+        fprs: dict[str, float] = {}
+        if max_fpr is not None:
+            fprs = {
+                g: rates_at(point.threshold, s, p)[1] for g, (s, p) in members.items() if not all(p)
+            }
+            if any(f > max_fpr for f in fprs.values()):
+                continue
         cost = cost_fp * point.fpr * n_neg + cost_fn * (1.0 - point.tpr) * n_pos
         if best is None or cost < best.cost - 1e-12:
-            worst = max(fprs, key=lambda g: (fprs[g], g)) if fprs else None
-            best = Choice(point.threshold, point.tpr, point.fpr, cost, worst, fprs)
+            best = Choice(point.threshold, point.tpr, point.fpr, cost, None, fprs)
     if best is None:
         raise ValueError(f"no threshold meets a false-positive rate of {max_fpr} in every group")
-    if max_fpr is not None:
-        best = _with_binding_group(best, scores, positives, group_of, names, max_fpr)
-    return best
+    if max_fpr is None:
+        return best
+    return Choice(
+        best.threshold,
+        best.tpr,
+        best.fpr,
+        best.cost,
+        _binding_group(members, best.group_fpr, max_fpr),
+        best.group_fpr,
+    )
 
 
-def _with_binding_group(
-    choice: Choice,
-    scores: Sequence[float],
-    positives: Sequence[bool],
-    group_of: Sequence[str],
-    names: Sequence[str],
+def _split_by_group(
+    scores: Sequence[float], positives: Sequence[bool], groups: Sequence[str] | None
+) -> dict[str, tuple[list[float], list[bool]]]:
+    """Scores and labels of each group (one group ``all`` without groups), split once."""
+    members: dict[str, tuple[list[float], list[bool]]] = {}
+    names = groups if groups is not None else ["all"] * len(scores)
+    for name, score, positive in zip(names, scores, positives, strict=True):
+        group_scores, group_positives = members.setdefault(name, ([], []))
+        group_scores.append(score)
+        group_positives.append(positive)
+    return dict(sorted(members.items()))
+
+
+def _binding_group(
+    members: Mapping[str, tuple[list[float], list[bool]]],
+    group_fpr: Mapping[str, float],
     max_fpr: float,
-) -> Choice:
-    """Name the worst group: the one whose own budget threshold is the strictest."""
+) -> str | None:
+    """The worst group: the one whose own budget threshold is the strictest (else, when no
+    group has both labels, the one with the highest false-positive rate)."""
     per_group = {}
-    for g in names:
-        idx = [i for i, name in enumerate(group_of) if name == g]
-        sub_scores = [scores[i] for i in idx]
-        sub_pos = [positives[i] for i in idx]
-        if len(set(sub_pos)) < 2:
+    for g, (group_scores, group_positives) in members.items():
+        if len(set(group_positives)) < 2:
             continue
-        eligible = [p.threshold for p in operating_points(sub_scores, sub_pos) if p.fpr <= max_fpr]
+        eligible = [
+            p.threshold for p in operating_points(group_scores, group_positives) if p.fpr <= max_fpr
+        ]
         per_group[g] = min(eligible) if eligible else 1.0
-    worst = max(per_group, key=lambda g: (per_group[g], g)) if per_group else choice.worst_group
-    return Choice(choice.threshold, choice.tpr, choice.fpr, choice.cost, worst, choice.group_fpr)
+    ranked = per_group or dict(group_fpr)
+    return max(ranked, key=lambda g: (ranked[g], g)) if ranked else None
 
 
 def variance_margin(spreads: Sequence[float], quantile: float = 0.95) -> float:

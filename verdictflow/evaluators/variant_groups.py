@@ -21,11 +21,15 @@ Rules (documented in the README):
 
 from __future__ import annotations
 
+import logging
+from collections.abc import MutableMapping
 from typing import Any
 
 from verdictflow.evaluators.answer_verdicts import ScoringContext, VerdictMeta, score_consistency
 from verdictflow.models.events import AnswerEvent
 from verdictflow.models.verdicts import Verdict
+
+logger = logging.getLogger(__name__)
 
 GroupState = dict[str, Any]
 
@@ -131,3 +135,66 @@ def score_group(key: str, state: GroupState, ctx: ScoringContext, closed_by: str
         closed_by=closed_by,
         truncated=state["truncated"],
     )
+
+
+class GroupStore:
+    """The open groups of one driver, over any mutable mapping: a Faust table in the
+    consistency agent, a plain dict in ``verdictflow eval``. One implementation for both is
+    what makes streamed and offline consistency verdicts equal by construction.
+
+    ``now`` is the driver's clock (wall time in the agent, constant offline); it decides when
+    windows close and closed groups are forgotten, never a score.
+    """
+
+    def __init__(
+        self,
+        table: MutableMapping[str, GroupState],
+        ctx: ScoringContext,
+        *,
+        forget_seconds: float,
+    ) -> None:
+        self.table = table
+        self.ctx = ctx
+        self.forget_seconds = forget_seconds
+        self.close_sent: dict[str, float] = {}
+
+    def _finish(self, key: str, state: GroupState, closed_by: str, now: float) -> Verdict:
+        verdict = score_group(key, state, self.ctx, closed_by)
+        self.table[key] = closed_marker(state, now + self.forget_seconds)
+        return verdict
+
+    def on_answer(self, event: AnswerEvent, now: float) -> Verdict | None:
+        key = event.group_key
+        state = self.table.get(key)
+        if state is None:
+            window = self.ctx.policy.consistency.window_seconds
+            state = new_group(event, deadline=now + window)
+        elif state["done"]:
+            logger.info("late answer %s for closed request %s ignored", event.id, key)
+            return None
+        updated = add_event(state, event, self.ctx.policy.consistency.max_variants)
+        if is_complete(updated):
+            return self._finish(key, updated, "complete", now)
+        if updated != state:  # a redelivered answer changes nothing: no changelog write
+            self.table[key] = updated
+        return None
+
+    def on_close(self, key: str, now: float) -> Verdict | None:
+        self.close_sent.pop(key, None)
+        state = self.table.get(key)
+        if state is None or now < state["deadline"]:
+            return None
+        if state["done"]:
+            del self.table[key]
+            return None
+        return self._finish(key, state, "window", now)
+
+    def due_for_close(self, now: float, resend_after: float) -> list[str]:
+        """Keys whose deadline passed and that have no close message in flight."""
+        due = []
+        for key, state in list(self.table.items()):
+            sent = self.close_sent.get(key)
+            if state["deadline"] <= now and (sent is None or now - sent > resend_after):
+                self.close_sent[key] = now
+                due.append(key)
+        return due

@@ -212,11 +212,12 @@ def write_report(result: Calibration, out_dir: Path) -> list[Path]:
     png = out_dir / f"{result.kind}_roc_det.png"
     fig.savefig(png, dpi=110, metadata={"Software": None})
     plt.close(fig)
+    figures = _figures(result)
     table = out_dir / f"{result.kind}_report.md"
-    table.write_text(_markdown(result))
-    figures = out_dir / f"{result.kind}_calibration.json"
-    figures.write_bytes(orjson.dumps(_figures(result), option=orjson.OPT_INDENT_2) + b"\n")
-    return [png, table, figures]
+    table.write_text(_markdown(result.kind, figures))
+    figures_path = out_dir / f"{result.kind}_calibration.json"
+    figures_path.write_bytes(orjson.dumps(figures, option=orjson.OPT_INDENT_2) + b"\n")
+    return [png, table, figures_path]
 
 
 def _clip(values: Any, eps: float) -> Any:
@@ -245,9 +246,8 @@ def _figures(result: Calibration) -> dict[str, Any]:
     }
 
 
-def _markdown(result: Calibration) -> str:
-    f = _figures(result)
-    lines = [f"# Calibration of `{result.kind}`", "", "| figure | value |", "|---|---|"]
+def _markdown(kind: str, f: dict[str, Any]) -> str:
+    lines = [f"# Calibration of `{kind}`", "", "| figure | value |", "|---|---|"]
     for key in (
         "golden_rows",
         "deferred_rows",

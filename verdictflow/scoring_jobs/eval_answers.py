@@ -8,6 +8,7 @@ had closed (``closed_by: window``). Malformed lines become dead-letter records.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -37,8 +38,9 @@ def evaluate_answers(
     max_bytes: int = DEFAULT_MAX_EVENT_BYTES,
 ) -> Iterator[Output]:
     """Verdicts and dead letters for raw JSONL lines, in the order they become final."""
-    groups: dict[str, vg.GroupState] = {}
-    max_variants = ctx.policy.consistency.max_variants
+    # Offline there is no wall clock: every answer arrives at time 0 and the end of the input
+    # closes the windows still open (closed_by: window), as if their time had come.
+    store = vg.GroupStore({}, ctx, forget_seconds=math.inf)
     for line_no, raw in enumerate(lines, start=1):
         raw = raw.rstrip(b"\r\n")
         if not raw.strip():
@@ -52,19 +54,11 @@ def evaluate_answers(
         yield Output(verdict=score_groundedness(event, ctx))
         if vg.is_self_contained(event):
             yield Output(verdict=vg.score_self_contained(event, ctx))
-            continue
-        key = event.group_key
-        state = groups.get(key) or vg.new_group(event, deadline=0.0)
-        if state["done"]:
-            continue
-        state = vg.add_event(state, event, max_variants)
-        if vg.is_complete(state):
-            yield Output(verdict=vg.score_group(key, state, ctx, "complete"))
-            state = vg.closed_marker(state, 0.0)
-        groups[key] = state
-    for key, state in groups.items():
-        if not state["done"]:
-            yield Output(verdict=vg.score_group(key, state, ctx, "window"))
+        elif (verdict := store.on_answer(event, now=0.0)) is not None:
+            yield Output(verdict=verdict)
+    for key in list(store.table):
+        if (verdict := store.on_close(key, math.inf)) is not None:
+            yield Output(verdict=verdict)
 
 
 def expected_verdicts(lines: Iterable[bytes], ctx: ScoringContext) -> dict[str, bytes]:
