@@ -48,6 +48,26 @@ def settings_factory(broker_url: str, tmp_path: Path) -> Callable[..., Settings]
     return make
 
 
+def run_verdictflow(
+    *args: object,
+    module: str = "verdictflow",
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    timeout: float = 120,
+    check: bool = False,
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m verdictflow ARGS`` (or another module) as a user would, output as text."""
+    return subprocess.run(
+        [sys.executable, "-m", module, *map(str, args)],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=check,
+    )
+
+
 def settings_env(settings: Settings) -> dict[str, str]:
     """The environment that makes a child ``verdictflow`` process use ``settings``."""
     env = {**os.environ}

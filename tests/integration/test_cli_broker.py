@@ -2,40 +2,28 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from importlib import resources
 from pathlib import Path
 
 import orjson
 import pytest
 
-from tests.conftest import settings_env
+from tests.conftest import run_verdictflow, settings_env
 from verdictflow.streams.broker import EmbeddedBroker
 
 pytestmark = pytest.mark.broker
 SAMPLE = Path(str(resources.files("verdictflow") / "samples" / "answers.jsonl"))
 
 
-def vf(*args: str, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "verdictflow", *args],
-        env=env,
-        text=True,
-        capture_output=True,
-        timeout=timeout,
-    )
-
-
 def test_replay_then_tail_shows_the_verdicts(settings_factory, worker_factory):
     settings = settings_factory()
     env = settings_env(settings)
     worker_factory(settings)
-    replayed = vf("replay", str(SAMPLE), "--topic", "answers", env=env)
+    replayed = run_verdictflow("replay", str(SAMPLE), "--topic", "answers", env=env)
     assert replayed.returncode == 0, replayed.stderr
     assert "sent 13 records" in replayed.stderr
 
-    grounded = vf(
+    grounded = run_verdictflow(
         "tail",
         "verdicts.groundedness",
         "--from-beginning",
@@ -52,7 +40,7 @@ def test_replay_then_tail_shows_the_verdicts(settings_factory, worker_factory):
     assert by_id["spec-q1-c1-only"]["score"] == 0.6
     assert by_id["no-context"]["decision"] == "DEFER"
 
-    consistency = vf(
+    consistency = run_verdictflow(
         "tail",
         f"{settings.topic_prefix}verdicts.consistency",
         "--from-beginning",
@@ -66,7 +54,7 @@ def test_replay_then_tail_shows_the_verdicts(settings_factory, worker_factory):
     assert round(q2["spec-q2"]["score"], 4) == 0.6556
     assert q2["req-capital"]["evidence"]["n"] == 3  # collected across three events
 
-    dead = vf(
+    dead = run_verdictflow(
         "tail", "dead-letters", "--from-beginning", "--count", "2", "--timeout", "30", env=env
     )
     assert sorted(orjson.loads(x)["error_code"] for x in dead.stdout.splitlines()) == [
@@ -77,19 +65,15 @@ def test_replay_then_tail_shows_the_verdicts(settings_factory, worker_factory):
 
 def test_tail_stops_after_idle_timeout(settings_factory):
     settings = settings_factory()
-    result = vf("tail", "verdicts.judge", "--timeout", "1", env=settings_env(settings))
+    result = run_verdictflow("tail", "verdicts.judge", "--timeout", "1", env=settings_env(settings))
     assert result.returncode == 0
     assert result.stdout == ""
 
 
 def test_dev_runs_the_whole_pipeline_and_checks_it(tmp_path):
     port = EmbeddedBroker().port  # a free port for dev's own broker
-    result = subprocess.run(
-        [sys.executable, "-m", "verdictflow", "dev", "--exit-after-replay", "--port", str(port)],
-        cwd=tmp_path,
-        text=True,
-        capture_output=True,
-        timeout=180,
+    result = run_verdictflow(
+        "dev", "--exit-after-replay", "--port", str(port), cwd=tmp_path, timeout=180
     )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert "19 verdicts, 2 dead letters, 0 missing, 0 differing from offline eval" in result.stdout

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import orjson
 import pytest
 
+from tests.conftest import run_verdictflow
 from verdictflow.evaluators.calibration import choose_threshold, variance_margin
 from verdictflow.evaluators.policy import load_policy
 
@@ -83,22 +81,15 @@ def test_cli_calibrates_groundedness_and_the_policy_takes_effect(tmp_path):
     ]
     golden.write_bytes(b"\n".join(rows) + b"\n")
     out, report = tmp_path / "policy.yaml", tmp_path / "report"
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "verdictflow",
-            "calibrate",
-            str(golden),
-            "--kind",
-            "groundedness",
-            "--out",
-            str(out),
-            "--report",
-            str(report),
-        ],
-        capture_output=True,
-        text=True,
+    result = run_verdictflow(
+        "calibrate",
+        str(golden),
+        "--kind",
+        "groundedness",
+        "--out",
+        str(out),
+        "--report",
+        str(report),
         timeout=120,
     )
     assert result.returncode == 0, result.stderr
@@ -133,20 +124,8 @@ def test_cli_calibrates_groundedness_and_the_policy_takes_effect(tmp_path):
 def test_cli_rejects_unusable_golden_sets(tmp_path, lines, args, message):
     golden = tmp_path / "g.jsonl"
     golden.write_bytes(b"\n".join(lines) + b"\n")
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "verdictflow",
-            "calibrate",
-            str(golden),
-            *args,
-            "--out",
-            str(tmp_path / "p.yaml"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    result = run_verdictflow(
+        "calibrate", str(golden), *args, "--out", str(tmp_path / "p.yaml"), timeout=120
     )
     assert result.returncode == 2
     assert message in result.stderr

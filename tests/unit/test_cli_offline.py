@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from importlib import resources
 from pathlib import Path
 
@@ -12,6 +10,7 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
+from tests.conftest import run_verdictflow
 from verdictflow.cli import app
 from verdictflow.models.schemas import TOPIC_VALUE_MODELS
 
@@ -37,25 +36,17 @@ def test_eval_table_format_shows_four_decimals():
 
 
 def test_eval_is_byte_stable_across_processes(tmp_path):
-    def run() -> bytes:
-        return subprocess.run(
-            [sys.executable, "-m", "verdictflow", "eval", "answers", str(SPEC_FILE)],
-            check=True,
-            capture_output=True,
-        ).stdout
+    def run() -> str:
+        return run_verdictflow("eval", "answers", str(SPEC_FILE), check=True).stdout
 
     first, second = run(), run()
     assert first == second
-    assert first.count(b"\n") == 19
+    assert first.count("\n") == 19
 
 
 def test_eval_reports_malformed_lines_as_dead_letters():
-    result = subprocess.run(
-        [sys.executable, "-m", "verdictflow", "eval", "answers", str(SPEC_FILE)],
-        check=True,
-        capture_output=True,
-    )
-    dead = [json.loads(line) for line in result.stderr.splitlines() if line.startswith(b"{")]
+    result = run_verdictflow("eval", "answers", str(SPEC_FILE), check=True)
+    dead = [json.loads(line) for line in result.stderr.splitlines() if line.startswith("{")]
     assert [(d["offset"], d["error_code"]) for d in dead] == [(12, "schema"), (13, "not_json")]
 
 
@@ -73,20 +64,7 @@ def test_policy_change_is_visible_in_verdicts(tmp_path):
 def test_malformed_policy_exits_with_one_clear_line(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("groundedness:\n  threshold: 2\n")
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "verdictflow",
-            "eval",
-            "answers",
-            str(SPEC_FILE),
-            "--policy",
-            str(bad),
-        ],
-        capture_output=True,
-        text=True,
-    )
+    result = run_verdictflow("eval", "answers", str(SPEC_FILE), "--policy", str(bad))
     assert result.returncode == 2
     assert "error:" in result.stderr
     assert "groundedness.threshold" in result.stderr
@@ -96,20 +74,8 @@ def test_malformed_policy_exits_with_one_clear_line(tmp_path):
 def test_worker_refuses_to_start_with_malformed_policy(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("consistency: {window_seconds: -1}\n")
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "verdictflow",
-            "worker",
-            "--policy",
-            str(bad),
-            "--broker",
-            "kafka://127.0.0.1:1",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
+    result = run_verdictflow(
+        "worker", "--policy", str(bad), "--broker", "kafka://127.0.0.1:1", timeout=60
     )
     assert result.returncode == 2
     assert "consistency.window_seconds" in result.stderr
@@ -128,21 +94,8 @@ def test_schemas_written_for_every_topic(tmp_path):
 
 @pytest.mark.parametrize("bad_topic", ["nope", "vf.nope"])
 def test_unknown_topic_is_a_clear_error(bad_topic):
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "verdictflow",
-            "tail",
-            bad_topic,
-            "--broker",
-            "kafka://127.0.0.1:1",
-            "--timeout",
-            "1",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
+    result = run_verdictflow(
+        "tail", bad_topic, "--broker", "kafka://127.0.0.1:1", "--timeout", "1", timeout=60
     )
     assert result.returncode == 2
     assert "unknown topic" in result.stderr

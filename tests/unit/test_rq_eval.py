@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import run_verdictflow
 from verdictflow.scoring_jobs.rq_inputs import RQInputError, read_corpus, read_qrels, read_queries
 
 TREC = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "trec_eval_tests" / "test"
@@ -31,18 +30,14 @@ def inputs(tmp_path):
     return tmp_path, queries, truth, run_a, run_b
 
 
-def rq_eval(*args: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "verdictflow.scoring_jobs.rq_eval", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+def rq_eval(*args: object):
+    return run_verdictflow(*args, module="verdictflow.scoring_jobs.rq_eval", timeout=60)
 
 
-def test_report_values_delta_and_ties(inputs):
+def rq_eval_pair(inputs, out_name: str, *extra: object):
+    """rq-eval of the fixture's runs A and B, JSON and CSV written as ``out_name``.*."""
     tmp, queries, truth, run_a, run_b = inputs
-    result = rq_eval(
+    return rq_eval(
         "--queries",
         queries,
         "--truth",
@@ -51,13 +46,17 @@ def test_report_values_delta_and_ties(inputs):
         run_a,
         "--runB",
         run_b,
-        "--k",
-        2,
+        *extra,
         "--out",
-        tmp / "out.json",
+        tmp / f"{out_name}.json",
         "--csv",
-        tmp / "out.csv",
+        tmp / f"{out_name}.csv",
     )
+
+
+def test_report_values_delta_and_ties(inputs):
+    tmp = inputs[0]
+    result = rq_eval_pair(inputs, "out", "--k", 2)
     assert result.returncode == 0, result.stderr
     report = json.loads((tmp / "out.json").read_text())
     assert list(report) == [
@@ -88,23 +87,10 @@ def test_report_values_delta_and_ties(inputs):
 
 
 def test_two_runs_give_identical_bytes(inputs):
-    tmp, queries, truth, run_a, run_b = inputs
+    tmp = inputs[0]
     outputs = []
     for name in ("one", "two"):
-        rq_eval(
-            "--queries",
-            queries,
-            "--truth",
-            truth,
-            "--runA",
-            run_a,
-            "--runB",
-            run_b,
-            "--out",
-            tmp / f"{name}.json",
-            "--csv",
-            tmp / f"{name}.csv",
-        )
+        rq_eval_pair(inputs, name)
         outputs.append(((tmp / f"{name}.json").read_bytes(), (tmp / f"{name}.csv").read_bytes()))
     assert outputs[0] == outputs[1]
 
