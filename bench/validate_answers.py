@@ -18,29 +18,45 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from rich.progress import Progress
 from scipy.stats import kendalltau, pearsonr, spearmanr
 from sklearn.metrics import roc_auc_score
 
-from verdictflow.evaluators.answer_verdicts import ScoringContext, score_groundedness
+from verdictflow.evaluators.answer_batch import score_answers
 from verdictflow.evaluators.policy import Policy
 from verdictflow.models.events import AnswerEvent
+from verdictflow.scoring_setup import Scoring, load_scoring
 
 ROOT = Path(__file__).resolve().parent.parent
-#: name -> (scorer returning a score in [0, 1] or None for DEFER, threshold used by the policy)
-Scorer = Callable[[AnswerEvent], float | None]
+#: Kinds validated, in output order. Hallucination is turned into 1 - score, so that for every
+#: kind higher means "better grounded" and DEFER (None) scores 0, i.e. never passes.
+KINDS = ("groundedness", "hallucination", "relevance", "completeness")
 
 
-def scorers(ctx: ScoringContext) -> dict[str, tuple[Scorer, float]]:
-    return {
-        "groundedness": (
-            lambda e: score_groundedness(e, ctx).score,
-            ctx.policy.groundedness.threshold,
-        ),
-    }
+def policy_threshold(policy: Policy, kind: str) -> float:
+    threshold = float(getattr(policy, kind).threshold)
+    return 1.0 - threshold if kind == "hallucination" else threshold
+
+
+def score_all(events: Sequence[AnswerEvent], scoring: Scoring) -> dict[str, list[float | None]]:
+    """Scores per kind for ``events`` (higher = better), None where the verdict deferred."""
+    scores: dict[str, list[float | None]] = {k: [] for k in KINDS}
+    with Progress(transient=True) as bar:
+        task = bar.add_task("scoring", total=len(events))
+        for start in range(0, len(events), 64):
+            chunk = events[start : start + 64]
+            for verdicts in score_answers(chunk, scoring.ctx, scoring.analyzer):
+                for v in verdicts:
+                    value = v.score
+                    if value is not None and v.kind.value == "hallucination":
+                        value = 1.0 - value
+                    scores[v.kind.value].append(value)
+            bar.advance(task, len(chunk))
+    return scores
 
 
 def halueval_events(path: Path) -> tuple[list[AnswerEvent], list[int]]:
@@ -92,21 +108,29 @@ def best_threshold_accuracy(scores: Sequence[float], labels: Sequence[int]) -> t
     return best
 
 
-def evaluate(data: Path) -> dict[str, dict[str, float]]:
-    ctx = ScoringContext(Policy())
+def evaluate(data: Path, idf_stats: str = "default") -> dict[str, dict[str, float]]:
+    scoring = load_scoring(Policy(), idf_stats)
+    policy = scoring.ctx.policy
     results: dict[str, dict[str, float]] = {}
     events, labels = halueval_events(data / "halueval" / "qa_data_first1000.json")
-    for name, (scorer, threshold) in scorers(ctx).items():
-        raw = [scorer(e) for e in events]
+    for name, raw in score_all(events, scoring).items():
         scores = [0.0 if s is None else s for s in raw]  # DEFER never passes: scored as 0
         acc, t = best_threshold_accuracy(scores, labels)
+        threshold = policy_threshold(policy, name)
         at_policy = float(
             np.mean([(s >= threshold) == (y == 1) for s, y in zip(scores, labels, strict=True)])
+        )
+        kept = [(s, y) for s, y in zip(raw, labels, strict=True) if s is not None]
+        scored_auc = (
+            float(roc_auc_score([y for _, y in kept], [s for s, _ in kept]))
+            if len({y for _, y in kept}) == 2
+            else float("nan")
         )
         results[f"halueval/{name}"] = {
             "n": len(scores),
             "defer": sum(s is None for s in raw),
             "roc_auc": float(roc_auc_score(labels, scores)),
+            "roc_auc_scored_only": scored_auc,
             "best_accuracy": acc,
             "best_threshold": t,
             "policy_threshold": threshold,
@@ -114,8 +138,7 @@ def evaluate(data: Path) -> dict[str, dict[str, float]]:
         }
     for split in ("cnndm", "xsum"):
         events, human = qags_events(data / "qags" / f"mturk_{split}.jsonl")
-        for name, (scorer, _) in scorers(ctx).items():
-            raw = [scorer(e) for e in events]
+        for name, raw in score_all(events, scoring).items():
             scores = [0.0 if s is None else s for s in raw]
             results[f"qags-{split}/{name}"] = {
                 "n": len(scores),
@@ -131,8 +154,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--idf-stats", default="default", help="build-idf file, default or none")
     args = parser.parse_args()
-    results = evaluate(args.data)
+    results = evaluate(args.data, args.idf_stats)
     for key, figures in results.items():
         shown = ", ".join(
             f"{k} {v:.4f}" if isinstance(v, float) and not math.isnan(v) else f"{k} {v}"

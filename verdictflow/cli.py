@@ -31,6 +31,12 @@ BrokerOpt = Annotated[
 ]
 PrefixOpt = Annotated[str | None, typer.Option("--prefix", help="Topic prefix (default vf.)")]
 PolicyOpt = Annotated[Path | None, typer.Option("--policy", help="Policy YAML (thresholds).")]
+IdfStatsOpt = Annotated[
+    str,
+    typer.Option(
+        "--idf-stats", help="Relevance background statistics: a build-idf file, default or none"
+    ),
+]
 
 
 def build_settings(**overrides: Any) -> Settings:
@@ -78,14 +84,23 @@ def worker(
     policy: PolicyOpt = None,
     app_id: Annotated[str | None, typer.Option(help="Consumer group / app id")] = None,
     log_level: Annotated[str, typer.Option(help="debug, info, warning")] = "info",
+    idf_stats: Annotated[
+        str | None, typer.Option("--idf-stats", help="build-idf file, default or none")
+    ] = None,
 ) -> None:
-    """Run a Faust worker: answers (groundedness) and consistency agents."""
+    """Run a Faust worker: the answers agent (groundedness, relevance, completeness,
+    hallucination) and the consistency agent."""
     from verdictflow.streams.worker import run_worker
 
     _setup_logging(log_level)
     run_worker(
         build_settings(
-            broker=broker, prefix=prefix, policy=policy, app_id=app_id, log_level=log_level
+            broker=broker,
+            prefix=prefix,
+            policy=policy,
+            app_id=app_id,
+            log_level=log_level,
+            idf_stats=idf_stats,
         )
     )
 
@@ -142,15 +157,16 @@ def eval_answers(
     file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="JSONL AnswerEvents")],
     policy: PolicyOpt = None,
     fmt: Annotated[str, typer.Option("--format", help="jsonl (verdicts) or table")] = "jsonl",
+    idf_stats: IdfStatsOpt = "default",
 ) -> None:
     """Score answers offline with the agents' code: one verdict per line on stdout,
     dead letters on stderr."""
-    from verdictflow.evaluators.answer_verdicts import ScoringContext
     from verdictflow.evaluators.policy import load_policy
     from verdictflow.scoring_jobs.eval_answers import evaluate_answers
+    from verdictflow.scoring_setup import load_scoring
 
-    ctx = ScoringContext(load_policy(policy))
-    outputs = list(evaluate_answers(file.read_bytes().splitlines(), ctx, source=str(file)))
+    scoring = load_scoring(load_policy(policy), idf_stats)
+    outputs = list(evaluate_answers(file.read_bytes().splitlines(), scoring, source=str(file)))
     verdicts = [o.verdict for o in outputs if o.verdict is not None]
     for o in outputs:
         if o.dead_letter is not None:
@@ -162,6 +178,37 @@ def eval_answers(
     else:
         for v in verdicts:
             sys.stdout.buffer.write(orjson.dumps(v.model_dump(mode="json")) + b"\n")
+
+
+@app.command("build-idf")
+def build_idf(
+    corpus: Annotated[
+        list[Path] | None, typer.Argument(help="JSONL (one document per line) or text files")
+    ] = None,
+    out: Annotated[Path, typer.Option(help="Statistics file to write (.json or .json.gz)")] = Path(
+        "background_df.json.gz"
+    ),
+    min_df: Annotated[int, typer.Option(min=1, help="Drop terms in fewer documents")] = 2,
+    field: Annotated[str | None, typer.Option(help="JSONL field holding the text")] = None,
+    wordfreq: Annotated[
+        bool, typer.Option("--wordfreq", help="From wordfreq's English list (the default)")
+    ] = False,
+) -> None:
+    """Build background document frequencies for relevance's TF-IDF."""
+    from verdictflow.background import write_stats
+    from verdictflow.scoring_jobs.build_idf import build_from_corpus, build_from_wordfreq
+
+    if wordfreq == bool(corpus):
+        raise typer.BadParameter("give corpus files or --wordfreq (one of them)")
+    stats = (
+        build_from_wordfreq()
+        if wordfreq
+        else build_from_corpus(corpus or [], min_df=min_df, field=field)
+    )
+    write_stats(stats, out)
+    Console(stderr=True).print(
+        f"{out}: {stats.n_docs} documents, {len(stats.df)} terms, digest {stats.digest[:16]}"
+    )
 
 
 @app.command("rq-eval")

@@ -21,11 +21,11 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from verdictflow.evaluators.answer_verdicts import ScoringContext
 from verdictflow.evaluators.policy import load_policy
 from verdictflow.scoring_jobs.eval_answers import expected_verdicts
 from verdictflow.scoring_jobs.replay import read_lines, replay
 from verdictflow.scoring_jobs.tail import tail
+from verdictflow.scoring_setup import load_scoring
 from verdictflow.streams.broker import EmbeddedBroker, die_with_parent
 from verdictflow.streams.settings import Settings
 from verdictflow.streams.topics import DEAD_LETTERS, VERDICT_TOPICS
@@ -59,8 +59,7 @@ def run_dev(
     sample = sample or sample_path()
     data_dir = Path(".verdictflow")
     data_dir.mkdir(exist_ok=True)
-    ctx = ScoringContext(load_policy(policy))
-    expected = expected_verdicts(read_lines(sample), ctx)
+    expected = expected_verdicts(read_lines(sample), load_scoring(load_policy(policy)))
     with EmbeddedBroker(port=port, log_path=data_dir / "broker.log") as broker:
         settings = Settings(
             broker=broker.url,

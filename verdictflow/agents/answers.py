@@ -1,24 +1,28 @@
-"""Answers agent: decode each AnswerEvent, emit its groundedness verdict, route consistency.
+"""Answers agent: decode each AnswerEvent, emit its per-answer verdicts, route consistency.
 
 Per record: a malformed value goes to ``dead-letters`` with the reason and source offset; a
-valid one gets a Q1 verdict. Its consistency set is scored right here when the event carries it
-whole (inline variants, or no request_id); otherwise the event is forwarded, keyed by request,
-to the consistency agent that collects variants across events. Records are taken in batches
-(``stream.take_events``) so per-batch costs are paid once, and offsets are acked only after
-the batch's results were handed to the producer (at-least-once; verdict ids make it idempotent).
+valid one gets groundedness, relevance, completeness and hallucination verdicts (spaCy runs
+once per batch over the batch's answers and new contexts). Its consistency set is scored right
+here when the event carries it whole (inline variants, or no request_id); otherwise the event
+is forwarded, keyed by request, to the consistency agent that collects variants across events.
+Records are taken in batches (``stream.take_events``) so per-batch costs are paid once, and
+offsets are acked only after the batch's results were handed to the producer (at-least-once;
+verdict ids make it idempotent).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import faust
 
 from verdictflow.agents.consistency import group_message
 from verdictflow.evaluators import variant_groups
-from verdictflow.evaluators.answer_verdicts import ScoringContext, score_groundedness
+from verdictflow.evaluators.answer_analysis import AnswerAnalyzer
+from verdictflow.evaluators.answer_batch import score_answers
+from verdictflow.evaluators.answer_verdicts import ScoringContext
 from verdictflow.exceptions import InvalidEvent
 from verdictflow.models.codec import decode, encode
 from verdictflow.models.events import AnswerEvent
@@ -29,43 +33,77 @@ from verdictflow.streams.topics import CONSISTENCY_GROUPS, DEAD_LETTERS, verdict
 
 logger = logging.getLogger(__name__)
 
+Outputs = list[tuple[str, str, bytes]]
 
-async def process_answer(
-    record: Record, outbox: Outbox, ctx: ScoringContext, *, max_bytes: int
+
+async def process_answers(
+    records: Sequence[Record],
+    outbox: Outbox,
+    ctx: ScoringContext,
+    analyzer: AnswerAnalyzer,
+    *,
+    max_bytes: int,
 ) -> None:
-    """Score one ``answers`` record.
+    """Score a batch of ``answers`` records and send every output, in record order.
 
     Bad input never raises: it is dead-lettered, and so is an input that makes a scorer raise
-    (a bug must not stop the stream). Sends are outside that net on purpose: a producer failure
-    stops the agent before the offset is committed, so the record is processed again.
+    (a bug must not stop the stream): when the batch as a whole fails, each event is scored on
+    its own so that only the culprit is dead-lettered. Sends are outside that net on purpose: a
+    producer failure stops the agent before the offset is committed, so the records are
+    processed again.
     """
-    headers = {"vf-source": record.where.encode()}
-    outputs: list[tuple[str, str, bytes]]
+    decoded: list[AnswerEvent | InvalidEvent] = []
+    for record in records:
+        try:
+            decoded.append(decode(record.value, AnswerEvent, max_bytes=max_bytes))
+        except InvalidEvent as exc:
+            logger.debug("dead-letter %s: %s", record.where, exc)
+            decoded.append(exc)
+    events = [e for e in decoded if isinstance(e, AnswerEvent)]
+    scored: Iterator[Outputs | InvalidEvent]
     try:
-        event = decode(record.value, AnswerEvent, max_bytes=max_bytes)
-        outputs = score_answer_event(event, ctx)
-    except InvalidEvent as exc:
-        logger.debug("dead-letter %s: %s", record.where, exc)
-        outputs = [(DEAD_LETTERS, record.topic, encode(dead_letter(record, exc)))]
-    except Exception as exc:
-        logger.exception("internal error scoring %s; dead-lettered", record.where)
-        error = InvalidEvent("internal_error", f"{type(exc).__name__}: {exc}"[:500])
-        outputs = [(DEAD_LETTERS, record.topic, encode(dead_letter(record, error)))]
-    for topic, key, value in outputs:
-        await outbox.send(topic, key, value, headers)
+        scored = iter(score_answer_events(events, ctx, analyzer))
+    except Exception:
+        logger.warning("batch of %d answers failed; scoring one by one", len(events))
+        scored = iter(_score_one_by_one(events, ctx, analyzer))
+    for record, item in zip(records, decoded, strict=True):
+        headers = {"vf-source": record.where.encode()}
+        outputs = next(scored) if isinstance(item, AnswerEvent) else item
+        if isinstance(outputs, InvalidEvent):
+            outputs = [(DEAD_LETTERS, record.topic, encode(dead_letter(record, outputs)))]
+        for topic, key, value in outputs:
+            await outbox.send(topic, key, value, headers)
 
 
-def score_answer_event(event: AnswerEvent, ctx: ScoringContext) -> list[tuple[str, str, bytes]]:
-    """(topic, key, value) of everything one valid answer produces: its Q1 verdict, and its
-    Q2 verdict when the event is self-contained, else the message that joins it to its group."""
-    q1 = score_groundedness(event, ctx)
-    outputs = [(verdict_topic(q1.kind), q1.input_id, encode(q1))]
-    if variant_groups.is_self_contained(event):
-        q2 = variant_groups.score_self_contained(event, ctx)
-        outputs.append((verdict_topic(q2.kind), q2.input_id, encode(q2)))
-    else:
-        outputs.append((CONSISTENCY_GROUPS, event.group_key, group_message(event)))
-    return outputs
+def _score_one_by_one(
+    events: Sequence[AnswerEvent], ctx: ScoringContext, analyzer: AnswerAnalyzer
+) -> list[Outputs | InvalidEvent]:
+    results: list[Outputs | InvalidEvent] = []
+    for event in events:
+        try:
+            results.extend(score_answer_events([event], ctx, analyzer))
+        except Exception as exc:
+            logger.exception("internal error scoring answer %s; dead-lettered", event.id)
+            results.append(InvalidEvent("internal_error", f"{type(exc).__name__}: {exc}"[:500]))
+    return results
+
+
+def score_answer_events(
+    events: Sequence[AnswerEvent], ctx: ScoringContext, analyzer: AnswerAnalyzer
+) -> list[Outputs]:
+    """(topic, key, value) of everything each valid answer produces: its per-answer verdicts,
+    and its Q2 verdict when the event is self-contained, else the message that joins it to its
+    group."""
+    results = []
+    for event, verdicts in zip(events, score_answers(events, ctx, analyzer), strict=True):
+        outputs = [(verdict_topic(v.kind), v.input_id, encode(v)) for v in verdicts]
+        if variant_groups.is_self_contained(event):
+            q2 = variant_groups.score_self_contained(event, ctx)
+            outputs.append((verdict_topic(q2.kind), q2.input_id, encode(q2)))
+        else:
+            outputs.append((CONSISTENCY_GROUPS, event.group_key, group_message(event)))
+        results.append(outputs)
+    return results
 
 
 def register(
@@ -74,6 +112,7 @@ def register(
     new_outbox: Callable[[], Outbox],
     ctx: ScoringContext,
     settings: Settings,
+    analyzer: AnswerAnalyzer,
 ) -> Any:
     """Declare the answers agent on ``app``."""
     outbox = new_outbox()
@@ -81,12 +120,12 @@ def register(
     @app.agent(topics["answers"], name="vf-answers")
     async def answers_agent(stream: Any) -> None:
         async for batch in stream.take_events(settings.batch_size, settings.batch_window_seconds):
-            for event in batch:
-                await process_answer(
-                    Record.from_faust(event.message),
-                    outbox,
-                    ctx,
-                    max_bytes=settings.max_event_bytes,
-                )
+            await process_answers(
+                [Record.from_faust(event.message) for event in batch],
+                outbox,
+                ctx,
+                analyzer,
+                max_bytes=settings.max_event_bytes,
+            )
 
     return answers_agent

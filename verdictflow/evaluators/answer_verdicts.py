@@ -11,9 +11,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from verdictflow.evaluators.consistency import mean_pairwise_jaccard
 from verdictflow.evaluators.groundedness import groundedness
 from verdictflow.evaluators.policy import Policy, defer, gate
+from verdictflow.evaluators.relevance import BackgroundStats
 from verdictflow.evaluators.tokenize import Tokenizer
 from verdictflow.models.events import AnswerEvent
 from verdictflow.models.verdicts import Decision, Reason, ReasonCode, Verdict, VerdictKind
@@ -21,15 +24,28 @@ from verdictflow.models.verdicts import Decision, Reason, ReasonCode, Verdict, V
 
 @dataclass(frozen=True)
 class ScoringContext:
-    """What scoring needs besides the input, built once per process from a policy."""
+    """What scoring needs besides the input, built once per process from a policy.
+
+    ``background`` holds the relevance term statistics (None: every term weighs 1) and
+    ``nlp_version`` names the spaCy pipeline the hallucination anchors come from. Both can move a
+    verdict, so both go into ``config_digest`` with the policy digest.
+    """
 
     policy: Policy
+    background: BackgroundStats | None = None
+    nlp_version: str | None = None
     tokenizer: Tokenizer = field(init=False)
     config_digest: str = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tokenizer", self.policy.make_tokenizer())
-        object.__setattr__(self, "config_digest", self.policy.digest())
+        material = {
+            "policy": self.policy.digest(),
+            "background": self.background.digest if self.background is not None else None,
+            "nlp": self.nlp_version,
+        }
+        digest = hashlib.sha256(orjson.dumps(material, option=orjson.OPT_SORT_KEYS)).hexdigest()
+        object.__setattr__(self, "config_digest", digest)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +73,7 @@ def capped(items: Sequence[Any], limit: int) -> list[Any]:
     return list(items[:limit])
 
 
-def _verdict(
+def build_verdict(
     ctx: ScoringContext,
     kind: VerdictKind,
     input_id: str,
@@ -67,7 +83,10 @@ def _verdict(
     evidence: dict[str, Any],
     meta: VerdictMeta,
     extra_reasons: Sequence[Reason] = (),
+    tokenizer_version: str | None = None,
 ) -> Verdict:
+    """A verdict record with its deterministic id; ``tokenizer_version`` defaults to the spec
+    tokenizer's (kinds that tokenize differently name their own)."""
     return Verdict(
         verdict_id=verdict_id(input_id, kind, ctx.config_digest),
         kind=kind,
@@ -78,7 +97,7 @@ def _verdict(
         reasons=[decision[1], *extra_reasons],
         evidence=evidence,
         config_digest=ctx.config_digest,
-        tokenizer_version=ctx.tokenizer.version,
+        tokenizer_version=tokenizer_version or ctx.tokenizer.version,
         model=meta.model,
         tenant=meta.tenant,
         group=meta.group,
@@ -110,7 +129,7 @@ def score_groundedness(event: AnswerEvent, ctx: ScoringContext) -> Verdict:
     else:
         decision = gate(result.score, threshold)
     score = result.score if decision[0] is not Decision.DEFER else None
-    return _verdict(
+    return build_verdict(
         ctx,
         VerdictKind.GROUNDEDNESS,
         event.id,
@@ -174,7 +193,7 @@ def score_consistency(
         decision = defer(ReasonCode.WINDOW_CLOSED, f"window closed with {n} of {expected} answers")
     else:
         decision = gate(result.score, threshold)
-    return _verdict(
+    return build_verdict(
         ctx,
         VerdictKind.CONSISTENCY,
         input_id,

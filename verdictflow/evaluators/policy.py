@@ -7,14 +7,16 @@ two files that mean the same thing share a digest and any change that can move a
 changes it.
 
 Default thresholds are placeholders until calibrated on a golden set: 0.80 for groundedness
-and 0.60 for consistency (the spec's toy examples: Q1 1.00 passes, 0.60 fails; Q2 0.6556 passes).
+and 0.60 for consistency (the spec's toy examples: Q1 1.00 passes, 0.60 fails; Q2 0.6556 passes);
+relevance 0.20, completeness 0.50 and hallucination at most 0.30 (see the README's validation
+figures for where they sit on HaluEval).
 """
 
 from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import orjson
 import yaml
@@ -44,6 +46,28 @@ class ConsistencyPolicy(_Strict):
     threshold: Unit = 0.60
     window_seconds: Annotated[float, Field(gt=0, le=86_400)] = 30.0
     max_variants: Annotated[int, Field(ge=2, le=256)] = 32
+
+
+class RelevancePolicy(_Strict):
+    threshold: Unit = 0.20
+
+
+class CompletenessPolicy(_Strict):
+    threshold: Unit = 0.50
+
+
+class HallucinationPolicy(_Strict):
+    """Lower is better: PASS at or below ``threshold`` (the largest tolerated score)."""
+
+    threshold: Unit = 0.30
+    drift_min_overlap: Unit = 0.20
+    drift_penalty: Unit = 0.20
+    entity_anchors: bool = True
+    #: ``always``: content words outside other anchors are ``term`` anchors too; ``fallback``:
+    #: only for an answer with no other anchor. ``always`` tracked human judgements better on
+    #: QAGS and HaluEval (README, validation), at the price of diluting one wrong number in a
+    #: long answer.
+    term_anchors: Literal["always", "fallback"] = "always"
 
 
 class EvidencePolicy(_Strict):
@@ -79,6 +103,9 @@ class Policy(_Strict):
     tokenizer: TokenizerOptions = TokenizerOptions()
     groundedness: GroundednessPolicy = GroundednessPolicy()
     consistency: ConsistencyPolicy = ConsistencyPolicy()
+    relevance: RelevancePolicy = RelevancePolicy()
+    completeness: CompletenessPolicy = CompletenessPolicy()
+    hallucination: HallucinationPolicy = HallucinationPolicy()
     evidence: EvidencePolicy = EvidencePolicy()
     calibration: dict[str, CalibrationRecord] = {}
 
@@ -125,6 +152,17 @@ def gate(score: float, threshold: float) -> tuple[Decision, Reason]:
         )
     return Decision.FAIL, Reason(
         code=ReasonCode.BELOW_THRESHOLD, detail=f"score {score:.4f} < {threshold:.4f}"
+    )
+
+
+def gate_at_most(score: float, threshold: float) -> tuple[Decision, Reason]:
+    """For lower-is-better scores (hallucination): PASS at or below threshold, FAIL above."""
+    if score <= threshold:
+        return Decision.PASS, Reason(
+            code=ReasonCode.AT_OR_BELOW_THRESHOLD, detail=f"score {score:.4f} <= {threshold:.4f}"
+        )
+    return Decision.FAIL, Reason(
+        code=ReasonCode.ABOVE_THRESHOLD, detail=f"score {score:.4f} > {threshold:.4f}"
     )
 
 

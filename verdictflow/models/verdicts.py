@@ -39,12 +39,19 @@ class ReasonCode(StrEnum):
 
     AT_OR_ABOVE_THRESHOLD = "at_or_above_threshold"
     BELOW_THRESHOLD = "below_threshold"
+    AT_OR_BELOW_THRESHOLD = "at_or_below_threshold"
+    ABOVE_THRESHOLD = "above_threshold"
     EMPTY_ANSWER = "empty_answer"
     NO_CONTEXTS = "no_contexts"
     FEWER_THAN_TWO_VARIANTS = "fewer_than_two_variants"
     ALL_VARIANTS_EMPTY = "all_variants_empty"
     WINDOW_CLOSED = "window_closed"
     VARIANTS_TRUNCATED = "variants_truncated"
+    NO_QUERY = "no_query"
+    NO_QUERY_KEYWORDS = "no_query_keywords"
+    NO_ANCHORS = "no_anchors"
+    HEDGED_CLAIMS_FILTERED = "hedged_claims_filtered"
+    TOPIC_DRIFT = "topic_drift"
 
 
 class Reason(BaseModel):

@@ -9,8 +9,8 @@ from typing import Any
 
 import faust
 
-from verdictflow.evaluators.answer_verdicts import ScoringContext
 from verdictflow.evaluators.policy import Policy
+from verdictflow.scoring_setup import Scoring, load_scoring
 from verdictflow.streams.outbox import FaustOutbox, Outbox, OutputProducer
 from verdictflow.streams.settings import Settings
 from verdictflow.streams.topics import ALL_TOPICS, full_name
@@ -63,6 +63,7 @@ def create_app(
     settings: Settings,
     policy: Policy,
     outbox_factory: Callable[[faust.App, Mapping[str, Any]], Outbox] | None = None,
+    scoring: Scoring | None = None,
 ) -> faust.App:
     """Build the worker app with the answers and consistency agents.
 
@@ -75,7 +76,9 @@ def create_app(
     Path(conf["datadir"]).mkdir(parents=True, exist_ok=True)
     app = faust.App(settings.app_id, **conf)
     topics = declare_topics(app, settings)
-    ctx = ScoringContext(policy)
+    if scoring is None:
+        scoring = load_scoring(policy, settings.idf_stats)
+    ctx = scoring.ctx
     if outbox_factory is None:
         output = OutputProducer(settings)
         app.add_dependency(output)  # started and stopped with the app
@@ -86,7 +89,7 @@ def create_app(
     def new_outbox() -> Outbox:  # one per sender, so each drains only its own deliveries
         return outbox_factory(app, topics)
 
-    answers.register(app, topics, new_outbox, ctx, settings)
+    answers.register(app, topics, new_outbox, ctx, settings, scoring.analyzer)
     consistency.register(app, topics, new_outbox, ctx, settings)
     logger.info(
         "app %s on %s, policy digest %s", settings.app_id, settings.broker, ctx.config_digest[:12]

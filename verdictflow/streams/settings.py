@@ -32,6 +32,9 @@ class Settings(BaseSettings):
     store: str = "memory://"
     data_dir: Path = Path(".verdictflow")
     policy: Path | None = None
+    #: Background term statistics for relevance: a file from ``verdictflow build-idf``,
+    #: ``default`` (the shipped file) or ``none`` (every term weighs 1).
+    idf_stats: str = "default"
     max_event_bytes: Annotated[int, Field(ge=1024)] = 1_000_000
     batch_size: Annotated[int, Field(ge=1, le=10_000)] = 256
     batch_window_seconds: Annotated[float, Field(gt=0, le=10)] = 0.05

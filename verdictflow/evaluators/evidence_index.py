@@ -1,0 +1,125 @@
+"""What a context passage offers as evidence, extracted once from its parsed ``Doc``.
+
+A context is often longer than the answer and often repeated across requests (the same
+retrieved document), so drivers build one :class:`EvidenceIndex` per distinct context text and
+cache it; the index is small (values, word sequence, per-sentence lemma sets) compared with the
+``Doc`` it came from, and it is all the hallucination check needs.
+"""
+
+from __future__ import annotations
+
+import itertools
+from bisect import bisect_right
+from dataclasses import dataclass, field
+from typing import Any
+
+from verdictflow.evaluators.anchors import DATE_LABELS, NUMBER_LABELS, TIME_LABELS
+from verdictflow.evaluators.quantities import (
+    DatePoint,
+    Quantity,
+    parse_date,
+    parse_quantity,
+    parse_time,
+    quantity_spans,
+)
+
+Span = tuple[int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class SentenceLemmas:
+    """One sentence: its span, its lemmas and lowercased words, and its negated verbs."""
+
+    start: int
+    end: int
+    terms: frozenset[str]
+    negated: frozenset[str]
+
+
+@dataclass(frozen=True)
+class EvidenceIndex:
+    """Values, words and sentences of one context passage, with character spans."""
+
+    text: str
+    quantities: tuple[tuple[Quantity, int, int], ...]
+    dates: tuple[tuple[DatePoint, int, int], ...]
+    times: tuple[tuple[tuple[int, int], int, int], ...]
+    words: tuple[str, ...]
+    word_spans: tuple[Span, ...]
+    sentences: tuple[SentenceLemmas, ...]
+    content_unigrams: frozenset[str]
+    content_bigrams: frozenset[tuple[str, str]]
+    _joined: str = field(init=False, repr=False)
+    _offsets: tuple[int, ...] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        offsets, position = [], 1
+        for word in self.words:
+            offsets.append(position)
+            position += len(word) + 1
+        object.__setattr__(self, "_joined", " " + " ".join(self.words) + " ")
+        object.__setattr__(self, "_offsets", tuple(offsets))
+
+    def find_phrase(self, words: tuple[str, ...]) -> Span | None:
+        """Character span of the first occurrence of ``words`` as consecutive words."""
+        if not words:
+            return None
+        position = self._joined.find(" " + " ".join(words) + " ")
+        if position < 0:
+            return None
+        first = bisect_right(self._offsets, position + 1) - 1
+        last = first + len(words) - 1
+        return self.word_spans[first][0], self.word_spans[last][1]
+
+
+def content_words(doc: Any) -> list[str]:
+    """Lowercased words that are neither punctuation, space nor stop words, in order."""
+    return [t.lower_ for t in doc if not (t.is_punct or t.is_space or t.is_stop)]
+
+
+def bigrams(words: list[str]) -> frozenset[tuple[str, str]]:
+    return frozenset(itertools.pairwise(words))
+
+
+def build_evidence_index(doc: Any) -> EvidenceIndex:
+    """Index a parsed context passage (NER, lemmas and sentence boundaries needed)."""
+    quantities = list(quantity_spans(doc.text))
+    dates, times = [], []
+    for ent in doc.ents:
+        if ent.label_ in NUMBER_LABELS:
+            quantity = parse_quantity(ent.text)
+            if quantity is not None:
+                quantities.append((quantity, ent.start_char, ent.end_char))
+        elif ent.label_ in DATE_LABELS:
+            point = parse_date(ent.text)
+            if not point.empty:
+                dates.append((point, ent.start_char, ent.end_char))
+        elif ent.label_ in TIME_LABELS:
+            clock = parse_time(ent.text)
+            if clock is not None:
+                times.append((clock, ent.start_char, ent.end_char))
+    tokens = [t for t in doc if not (t.is_punct or t.is_space or t.lower_ in ("'s", "’s"))]
+    sentences = []
+    for sent in doc.sents:
+        terms = set()
+        negated = set()
+        for t in sent:
+            terms.add(t.lower_)
+            terms.add(t.lemma_.lower())
+            if any(c.dep_ == "neg" for c in t.children):
+                negated.add(t.lemma_.lower())
+        sentences.append(
+            SentenceLemmas(sent.start_char, sent.end_char, frozenset(terms), frozenset(negated))
+        )
+    content = content_words(doc)
+    return EvidenceIndex(
+        text=doc.text,
+        quantities=tuple(quantities),
+        dates=tuple(dates),
+        times=tuple(times),
+        words=tuple(t.lower_ for t in tokens),
+        word_spans=tuple((t.idx, t.idx + len(t.text)) for t in tokens),
+        sentences=tuple(sentences),
+        content_unigrams=frozenset(content),
+        content_bigrams=bigrams(content),
+    )
