@@ -27,6 +27,7 @@ from scipy.stats import kendalltau, pearsonr, spearmanr
 from sklearn.metrics import roc_auc_score
 
 from verdictflow.evaluators.answer_batch import score_answers
+from verdictflow.evaluators.answer_verdicts import ScoringContext, score_groundedness
 from verdictflow.evaluators.policy import Policy
 from verdictflow.models.events import AnswerEvent
 from verdictflow.scoring_setup import Scoring, load_scoring
@@ -35,6 +36,20 @@ ROOT = Path(__file__).resolve().parent.parent
 #: Kinds validated, in output order. Hallucination is turned into 1 - score, so that for every
 #: kind higher means "better grounded" and DEFER (None) scores 0, i.e. never passes.
 KINDS = ("groundedness", "hallucination", "relevance", "completeness")
+
+
+def groundedness_figures(data: Path) -> dict[str, float]:
+    """Q1 alone on every data set, without spaCy (fast enough for the test suite)."""
+    ctx = ScoringContext(Policy())
+    events, labels = halueval_events(data / "halueval" / "qa_data_first1000.json")
+    scores = [score_groundedness(e, ctx).score or 0.0 for e in events]
+    acc, _ = best_threshold_accuracy(scores, labels)
+    figures = {"halueval_roc_auc": float(roc_auc_score(labels, scores)), "halueval_best_acc": acc}
+    for split in ("cnndm", "xsum"):
+        events, human = qags_events(data / "qags" / f"mturk_{split}.jsonl")
+        scores = [score_groundedness(e, ctx).score or 0.0 for e in events]
+        figures[f"qags_{split}_pearson"] = float(pearsonr(scores, human)[0])
+    return figures
 
 
 def policy_threshold(policy: Policy, kind: str) -> float:
@@ -108,11 +123,16 @@ def best_threshold_accuracy(scores: Sequence[float], labels: Sequence[int]) -> t
     return best
 
 
-def evaluate(data: Path, idf_stats: str = "default") -> dict[str, dict[str, float]]:
+def evaluate(
+    data: Path, idf_stats: str = "default", limit: int | None = None
+) -> dict[str, dict[str, float]]:
+    """Figures for every kind; ``limit`` keeps the first rows of each data set (for tests)."""
     scoring = load_scoring(Policy(), idf_stats)
     policy = scoring.ctx.policy
     results: dict[str, dict[str, float]] = {}
     events, labels = halueval_events(data / "halueval" / "qa_data_first1000.json")
+    if limit is not None:
+        events, labels = events[: 2 * limit], labels[: 2 * limit]
     for name, raw in score_all(events, scoring).items():
         scores = [0.0 if s is None else s for s in raw]  # DEFER never passes: scored as 0
         acc, t = best_threshold_accuracy(scores, labels)
@@ -138,6 +158,8 @@ def evaluate(data: Path, idf_stats: str = "default") -> dict[str, dict[str, floa
         }
     for split in ("cnndm", "xsum"):
         events, human = qags_events(data / "qags" / f"mturk_{split}.jsonl")
+        if limit is not None:
+            events, human = events[:limit], human[:limit]
         for name, raw in score_all(events, scoring).items():
             scores = [0.0 if s is None else s for s in raw]
             results[f"qags-{split}/{name}"] = {
@@ -155,8 +177,9 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--idf-stats", default="default", help="build-idf file, default or none")
+    parser.add_argument("--limit", type=int, help="only the first N rows of each data set")
     args = parser.parse_args()
-    results = evaluate(args.data, args.idf_stats)
+    results = evaluate(args.data, args.idf_stats, args.limit)
     for key, figures in results.items():
         shown = ", ".join(
             f"{k} {v:.4f}" if isinstance(v, float) and not math.isnan(v) else f"{k} {v}"

@@ -62,7 +62,7 @@ async def test_answers_agent_scores_and_dead_letters(built):
     async with agent(app, "vf-answers").test_context() as ctx:
         await ctx.put(orjson.dumps(good), key=b"a1")
         await ctx.put(b'{"id": "bad", "answer": ', key=b"bad")
-        await wait_for(outbox, 3)
+        await wait_for(outbox, 6)
     grounded = sent_json(outbox, "verdicts.groundedness")
     assert [(v["input_id"], v["score"], v["decision"]) for v in grounded] == [("a1", 1.0, "PASS")]
     consistency = sent_json(outbox, "verdicts.consistency")
@@ -84,9 +84,17 @@ async def test_answers_agent_forwards_events_that_need_collection(built):
     }
     async with agent(app, "vf-answers").test_context() as ctx:
         await ctx.put(orjson.dumps(event), key=b"r1")
-        await wait_for(outbox, 2)
-    topic, key, value = outbox.sent[1]
-    assert (topic, key) == ("internal.consistency-groups", "r1")
+        await wait_for(outbox, 5)
+    kinds = [topic for topic, _, _ in outbox.sent]
+    assert kinds == [
+        "verdicts.groundedness",
+        "verdicts.relevance",
+        "verdicts.completeness",
+        "verdicts.hallucination",
+        "internal.consistency-groups",
+    ]
+    _topic, key, value = outbox.sent[4]
+    assert key == "r1"
     forwarded = orjson.loads(value)
     assert forwarded["type"] == "answer"
     assert "contexts" not in forwarded["event"]

@@ -9,12 +9,12 @@ import time
 import orjson
 import pytest
 
-from verdictflow.evaluators.answer_verdicts import ScoringContext
 from verdictflow.evaluators.policy import load_policy
 from verdictflow.samples.traffic import generate
 from verdictflow.scoring_jobs.eval_answers import expected_verdicts
 from verdictflow.scoring_jobs.replay import replay
 from verdictflow.scoring_jobs.tail import tail
+from verdictflow.scoring_setup import load_scoring
 from verdictflow.streams.topics import DEAD_LETTERS, VERDICT_TOPICS
 
 pytestmark = pytest.mark.broker
@@ -58,10 +58,9 @@ def test_thousand_answers_get_exactly_their_verdicts(settings_factory, worker_fa
     assert traffic.malformed > 50
     assert traffic.windowed_requests > 5
 
-    ctx = ScoringContext(load_policy(policy_path))
-    expected = expected_verdicts(traffic.lines, ctx)
+    expected = expected_verdicts(traffic.lines, load_scoring(load_policy(policy_path)))
     kinds = {orjson.loads(v)["kind"] for v in expected.values()}
-    assert kinds == {"groundedness", "consistency"}
+    assert kinds == {"groundedness", "consistency", "relevance", "completeness", "hallucination"}
 
     worker = worker_factory(settings, policy=policy_path)
     asyncio.run(replay(traffic.lines, "answers", settings))

@@ -14,12 +14,12 @@ import orjson
 import pytest
 
 from tests.integration.test_answers_pipeline import collect
-from verdictflow.evaluators.answer_verdicts import ScoringContext
 from verdictflow.evaluators.policy import load_policy
 from verdictflow.samples.traffic import generate
 from verdictflow.scoring_jobs.eval_answers import expected_verdicts
 from verdictflow.scoring_jobs.replay import replay
 from verdictflow.scoring_jobs.tail import tail
+from verdictflow.scoring_setup import load_scoring
 from verdictflow.streams.topics import VERDICT_TOPICS
 
 pytestmark = pytest.mark.broker
@@ -49,8 +49,7 @@ def test_sigkill_mid_stream_then_restart_loses_nothing(settings_factory, worker_
     policy_path.write_text("consistency:\n  window_seconds: 60\n")  # no window closes here
     settings = settings_factory(batch_size=32)
     traffic = generate(3000, seed=5, malformed_every=50, grouped_share=0.15, inline_share=0.1)
-    ctx = ScoringContext(load_policy(policy_path))
-    expected = expected_verdicts(traffic.lines, ctx)
+    expected = expected_verdicts(traffic.lines, load_scoring(load_policy(policy_path)))
     assert all(b'"closed_by":"window"' not in v for v in expected.values())
 
     # First half: processed and committed (Faust commits every ~2.8 s). Groups of variants

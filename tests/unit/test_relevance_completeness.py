@@ -1,0 +1,120 @@
+"""Relevance (TF-IDF cosine + Jaccard) / 2 and completeness keyword coverage (spec 003)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from sklearn.feature_extraction.text import TfidfVectorizer
+
+from verdictflow.background import read_stats, write_stats
+from verdictflow.evaluators.completeness import completeness, keywords
+from verdictflow.evaluators.relevance import (
+    BackgroundStats,
+    build_background_stats,
+    relevance,
+    tfidf_vector,
+)
+from verdictflow.evaluators.tokenize import Tokenizer
+
+TOK = Tokenizer()
+
+
+def score(query: str, response: str, stats: BackgroundStats | None = None):
+    return relevance(query, response, TOK.tokens(query), TOK.tokens(response), stats)
+
+
+def test_hand_computed_without_background() -> None:
+    # tf vectors {cats, chase, mice} . {cats, eat, mice} = 2 / 3; Jaccard 2 / 4.
+    result = score("cats chase mice", "cats eat mice")
+    assert result.cosine == pytest.approx(2 / 3)
+    assert result.jaccard == pytest.approx(0.5)
+    assert result.score == pytest.approx((2 / 3 + 0.5) / 2)
+
+
+def test_stop_words_are_ignored_by_the_cosine_but_not_the_jaccard() -> None:
+    result = score("what is the capital", "the capital is Paris")
+    assert result.cosine == pytest.approx(1 / math.sqrt(2))  # {capital} vs {capital, paris}
+    assert result.jaccard == pytest.approx(3 / 5)
+
+
+CORPUS = [
+    "the cat sat on the mat",
+    "the dog chased the cat",
+    "kafka partitions keep order",
+    "the cat and the dog are friends",
+]
+
+
+def test_weights_equal_sklearn_tfidf_fitted_on_the_background() -> None:
+    stats = build_background_stats(CORPUS, min_df=1)
+    reference = TfidfVectorizer(stop_words="english").fit(CORPUS)
+    text = "cat chased dog cat"
+    expected = reference.transform([text])
+    vocabulary = reference.get_feature_names_out()
+    want = {vocabulary[j]: expected[0, j] for j in expected.nonzero()[1]}
+    got = tfidf_vector(text, stats)
+    assert got.keys() == want.keys()
+    for term, weight in want.items():
+        assert got[term] == pytest.approx(weight)
+
+
+def test_rare_terms_weigh_more_with_background() -> None:
+    stats = build_background_stats(CORPUS, min_df=1)
+    plain = score("cat kafka", "kafka")
+    weighted = score("cat kafka", "kafka", stats)
+    assert weighted.cosine > plain.cosine  # "kafka" (df 1) outweighs "cat" (df 3)
+
+
+def test_empty_response_scores_zero() -> None:
+    assert score("cats", "").score == 0.0
+
+
+def test_stats_file_round_trip_and_stable_digest(tmp_path) -> None:
+    stats = build_background_stats(CORPUS, min_df=1, source="test")
+    path = tmp_path / "df.json.gz"
+    write_stats(stats, path)
+    first = path.read_bytes()
+    write_stats(stats, path)
+    assert path.read_bytes() == first  # gzip mtime 0: same bytes
+    again = read_stats(path)
+    assert again.digest == stats.digest
+    assert dict(again.df) == dict(stats.df)
+
+
+def test_min_df_drops_rare_terms() -> None:
+    stats = build_background_stats(CORPUS, min_df=2)
+    assert "kafka" not in stats.df
+    assert stats.df["cat"] == 3
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        (b"{", "not JSON"),
+        (b'{"format": "other"}', "verdictflow-df/1"),
+    ],
+)
+def test_bad_stats_are_rejected(payload: bytes, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        BackgroundStats.from_json(payload)
+
+
+def test_completeness_counts_query_keywords_in_the_response() -> None:
+    result = completeness("What is the capital of France?", "Paris is France's capital.")
+    assert result.query_keywords == ("capital", "france")
+    assert result.found == ("capital", "france")
+    assert result.score == 1.0
+    half = completeness("capital of France and Spain", "The capital of France is Paris")
+    assert half.score == pytest.approx(2 / 3)
+    assert half.missing == ("spain",)
+
+
+def test_completeness_without_keywords_is_one() -> None:
+    result = completeness("Is it?", "No.")
+    assert result.no_keywords
+    assert result.score == 1.0
+
+
+def test_keywords_keep_hyphenated_words_and_drop_punctuation_and_contractions() -> None:
+    assert keywords("Don't the COVID-19 vaccines work?") == ["covid-19", "vaccines", "work"]
