@@ -185,7 +185,7 @@ def test_verdicts_are_deterministic_and_distinct_per_judge(parse, nlp):
     assert first[0].verdict_id != first[1].verdict_id
     assert "en_core_web_sm" in first[0].tokenizer_version
     v = first[1]
-    assert v.kind == "judge" and v.judge == "judge_lock" and v.model == "m"
+    assert (v.kind, v.judge, v.model) == ("judge", "judge_lock", "m")
     scores = [m["overall_score"] for m in v.metrics.values()]
     assert v.score == pytest.approx(sum(scores) / 5, abs=0.006)
     assert len(v.metrics["coverage"]["qag"]) == 6
