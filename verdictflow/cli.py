@@ -211,6 +211,21 @@ def build_idf(
     )
 
 
+@eval_app.command("summaries")
+def eval_summaries(
+    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="JSONL SummaryEvents")],
+    judge: Annotated[
+        str | None, typer.Option(help="twin_lock, judge_lock or both (default: each event's)")
+    ] = None,
+    fmt: Annotated[str, typer.Option("--format", help="jsonl (verdicts) or table")] = "jsonl",
+) -> None:
+    """Judge summaries offline with the agent's code (Twin-Lock / Judge-Lock): one verdict per
+    line on stdout, dead letters on stderr."""
+    from verdictflow.scoring_jobs.eval_summaries import run_cli
+
+    run_cli(file, judge, fmt, err)
+
+
 @app.command("rq-eval")
 def rq_eval(
     queries: Annotated[Path, typer.Option(help="TSV 'qid<TAB>text' or BEIR queries.jsonl")],

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from verdictflow.models.dead_letter import DeadLetter
 from verdictflow.models.events import AnswerEvent, DocUpdate, EdgeEvent, SummaryEvent
 from verdictflow.models.quality import DocQuality
-from verdictflow.models.verdicts import Verdict, VerdictKind
+from verdictflow.models.verdicts import JudgeVerdict, Verdict, VerdictKind
 
 TOPIC_VALUE_MODELS: dict[str, type[BaseModel]] = {
     "answers": AnswerEvent,
@@ -20,6 +20,7 @@ TOPIC_VALUE_MODELS: dict[str, type[BaseModel]] = {
     "doc-quality": DocQuality,
     "dead-letters": DeadLetter,
     **{f"verdicts.{kind.value}": Verdict for kind in VerdictKind},
+    "verdicts.judge": JudgeVerdict,
 }
 
 

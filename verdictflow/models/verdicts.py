@@ -52,6 +52,7 @@ class ReasonCode(StrEnum):
     NO_ANCHORS = "no_anchors"
     HEDGED_CLAIMS_FILTERED = "hedged_claims_filtered"
     TOPIC_DRIFT = "topic_drift"
+    JUDGE_METRIC_ERROR = "judge_metric_error"
 
 
 class Reason(BaseModel):
@@ -87,3 +88,15 @@ class Verdict(BaseModel):
     tenant: str | None = None
     group: str | None = None
     event_ts: float | None = None
+
+
+class JudgeVerdict(Verdict):
+    """A summary judge's verdict (topic ``verdicts.judge``): the common verdict fields plus the
+    judge's name and its five metric objects (each the spec's object or ``{"error": ...}``).
+
+    ``score`` is the mean of the five ``overall_score`` values (0-10); None (DEFER) when any
+    metric is an error object.
+    """
+
+    judge: str
+    metrics: dict[str, dict[str, Any]]

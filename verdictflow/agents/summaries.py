@@ -1,0 +1,128 @@
+"""Summaries agent: judge each SummaryEvent with Twin-Lock and/or Judge-Lock.
+
+Records are taken in batches (``take_events``); the valid events of a batch are parsed by
+spaCy in one ``nlp.pipe`` call (each distinct text once), judged, and their verdicts sent to
+``verdicts.judge`` keyed by summary id. Malformed records go to ``dead-letters``; an event
+whose judging raises is dead-lettered as ``internal_error`` (the stream never stops on input).
+The batch is acked only after every send was delivered; a delivery failure exits without
+committing (``stop_without_commit``), so nothing is lost.
+
+The spaCy pipeline is loaded on the first batch, not at app creation, so workers and tests
+that never see a summary do not pay for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import faust
+
+from verdictflow.evaluators.answer_verdicts import ScoringContext
+from verdictflow.evaluators.judge.text import parse_all
+from verdictflow.evaluators.judge.verdicts import JudgeConfig, JudgeContext, Parser, score_batch
+from verdictflow.exceptions import InvalidEvent
+from verdictflow.models.codec import decode, encode
+from verdictflow.models.events import SummaryEvent
+from verdictflow.streams.fatal import stop_without_commit
+from verdictflow.streams.outbox import Outbox
+from verdictflow.streams.records import Record, dead_letter
+from verdictflow.streams.settings import Settings
+from verdictflow.streams.topics import DEAD_LETTERS, SUMMARIES, verdict_topic
+
+logger = logging.getLogger(__name__)
+
+Output = tuple[str, str, bytes]
+#: Summaries per batch at most: a batch of long articles is seconds of spaCy work.
+MAX_BATCH = 64
+
+
+def spacy_parser() -> tuple[Parser, str]:
+    """A batched parser over the process's spaCy pipeline, and the pipeline's version."""
+    from verdictflow.nlp import load_pipeline, pipeline_version
+
+    nlp = load_pipeline()
+    return (lambda texts: parse_all(nlp, texts)), pipeline_version(nlp)
+
+
+def judge_records(
+    records: Sequence[Record],
+    parse: Parser,
+    ctx: JudgeContext,
+    *,
+    max_bytes: int,
+    override: Sequence[str] | None = None,
+) -> list[list[Output]]:
+    """(topic, key, value) outputs of each record, in order: verdicts or a dead letter.
+    ``override`` replaces the events' own choice of judges (offline ``--judge``)."""
+    outputs: list[list[Output]] = [[] for _ in records]
+    valid: list[tuple[int, SummaryEvent]] = []
+    for i, record in enumerate(records):
+        try:
+            valid.append((i, decode(record.value, SummaryEvent, max_bytes=max_bytes)))
+        except InvalidEvent as exc:
+            outputs[i] = [(DEAD_LETTERS, record.topic, encode(dead_letter(record, exc)))]
+    try:
+        batches = score_batch([e for _, e in valid], parse, ctx, override)
+    except Exception:  # isolate the event that fails, judge the others
+        logger.exception("judging a batch of %d failed; retrying one by one", len(valid))
+        batches = []
+        for i, event in valid:
+            try:
+                batches.append(score_batch([event], parse, ctx, override)[0])
+            except Exception as exc:
+                logger.exception("internal error judging %s", records[i].where)
+                error = InvalidEvent("internal_error", f"{type(exc).__name__}: {exc}"[:500])
+                outputs[i] = [
+                    (DEAD_LETTERS, records[i].topic, encode(dead_letter(records[i], error)))
+                ]
+                batches.append([])
+    for (i, _), verdicts in zip(valid, batches, strict=True):
+        if verdicts:
+            outputs[i] = [(verdict_topic(v.kind), v.input_id, encode(v)) for v in verdicts]
+    return outputs
+
+
+def register(
+    app: faust.App,
+    topics: Mapping[str, Any],
+    new_outbox: Callable[[], Outbox],
+    ctx: ScoringContext,
+    settings: Settings,
+    parser: Callable[[], tuple[Parser, str]] = spacy_parser,
+) -> Any:
+    """Declare the summaries agent on ``app``."""
+    outbox = new_outbox()
+    state: dict[str, Any] = {}
+
+    def judge_context() -> tuple[Parser, JudgeContext]:
+        if "ctx" not in state:
+            parse, version = parser()
+            state["parse"], state["ctx"] = parse, JudgeContext(JudgeConfig(), version)
+        return state["parse"], state["ctx"]
+
+    def judge_batch(records: list[Record]) -> list[list[Output]]:
+        parse, jctx = judge_context()
+        return judge_records(records, parse, jctx, max_bytes=settings.max_event_bytes)
+
+    size = min(settings.batch_size, MAX_BATCH)
+
+    @app.agent(topics[SUMMARIES], name="vf-summaries")
+    async def summaries_agent(stream: Any) -> None:
+        async for batch in stream.take_events(size, settings.batch_window_seconds):
+            records = [Record.from_faust(event.message) for event in batch]
+            # spaCy is CPU-bound for up to seconds per batch: off the event loop, so consumer
+            # heartbeats (6 s session timeout on the embedded broker) keep flowing.
+            results = await asyncio.to_thread(judge_batch, records)
+            try:
+                for record, outputs in zip(records, results, strict=True):
+                    headers = {"vf-source": record.where.encode()}
+                    for topic, key, value in outputs:
+                        await outbox.send(topic, key, value, headers)
+                await outbox.drain()  # delivered before take_events acks the batch
+            except Exception as exc:  # producer failure: see streams.fatal
+                stop_without_commit("summaries agent", exc)
+
+    return summaries_agent

@@ -1,0 +1,142 @@
+"""Judge verdicts: run the requested judges on parsed summary events and build the records.
+
+Pure given a parser: the stream agent and ``verdictflow eval summaries`` both call
+:func:`score_batch` with a function that turns texts into :class:`Parsed` values (spaCy's
+``nlp.pipe``), so a streamed verdict and an offline one are byte-identical.
+
+- ``verdict_id`` = sha256(input id, kind, judge, config digest): one event judged by both
+  judges gives two verdicts with different ids, each stable under re-processing.
+- ``config_digest`` covers the judge configuration, the judge code version and the spaCy
+  pipeline (name, version, components): a different model can move a score.
+- ``score`` = mean of the five metric scores (0-10); ``decision`` PASS at or above
+  ``threshold`` (a placeholder, 6.0, until calibrated), DEFER when any metric is an error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field
+
+from verdictflow.evaluators.judge import common, judge_lock, twin_lock
+from verdictflow.evaluators.judge.rules import round_half_up
+from verdictflow.evaluators.judge.text import Parsed
+from verdictflow.evaluators.policy import defer, gate
+from verdictflow.models.events import SummaryEvent
+from verdictflow.models.verdicts import JudgeVerdict, ReasonCode, VerdictKind
+
+JUDGE_CODE_VERSION = "vf-judge/1:spec-002"
+JudgeName = Literal["twin_lock", "judge_lock"]
+ALL_JUDGES: tuple[JudgeName, ...] = ("twin_lock", "judge_lock")
+JUDGES: dict[str, Callable[[Parsed, Parsed], dict[str, dict[str, Any]]]] = {
+    twin_lock.NAME: twin_lock.judge,
+    judge_lock.NAME: judge_lock.judge,
+}
+Parser = Callable[[Sequence[str]], list[Parsed]]
+
+
+class JudgeConfig(BaseModel):
+    """What can change a judge verdict besides the input and the spaCy pipeline."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    threshold: float = Field(default=6.0, ge=0.0, le=10.0)
+    max_text_chars: int = Field(default=500, ge=50)  # per evidence string
+
+
+@dataclass(frozen=True)
+class JudgeContext:
+    config: JudgeConfig
+    pipeline_version: str
+    config_digest: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        payload = {
+            "code": JUDGE_CODE_VERSION,
+            "config": self.config.model_dump(mode="json"),
+            "pipeline": self.pipeline_version,
+        }
+        digest = hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()
+        object.__setattr__(self, "config_digest", digest)
+
+
+def judge_verdict_id(input_id: str, judge: str, config_digest: str) -> str:
+    material = f"{input_id}\x1f{VerdictKind.JUDGE.value}\x1f{judge}\x1f{config_digest}"
+    return hashlib.sha256(material.encode()).hexdigest()[:32]
+
+
+def _trim(value: Any, limit: int) -> Any:
+    """Cap every string in an evidence tree at ``limit`` characters (verdicts stay small)."""
+    if isinstance(value, str):
+        return value if len(value) <= limit else value[: limit - 1] + "…"
+    if isinstance(value, list):
+        return [_trim(v, limit) for v in value[: common.MAX_EVIDENCE_ITEMS]]
+    if isinstance(value, dict):
+        return {k: _trim(v, limit) for k, v in value.items()}
+    return value
+
+
+def build_verdict(
+    event: SummaryEvent, judge: str, metrics: dict[str, dict[str, Any]], ctx: JudgeContext
+) -> JudgeVerdict:
+    """The verdict record of one judge on one event."""
+    errors = {m: v["error"] for m, v in metrics.items() if "error" in v}
+    caps = [{"metric": name, **cap} for name, m in metrics.items() for cap in m.get("caps", [])]
+    evidence = {"judge": judge, "caps_applied": caps, "errors": errors}
+    threshold = ctx.config.threshold
+    if errors:
+        first = next(iter(errors.items()))
+        decision = defer(ReasonCode.JUDGE_METRIC_ERROR, f"{first[0]}: {first[1]}")
+        score = None
+    else:
+        total = math.fsum(m["overall_score"] for m in metrics.values())
+        score = round_half_up(total / len(metrics), 2)
+        decision = gate(score, threshold)
+    return JudgeVerdict(
+        verdict_id=judge_verdict_id(event.id, judge, ctx.config_digest),
+        kind=VerdictKind.JUDGE,
+        input_id=event.id,
+        score=score,
+        threshold=threshold,
+        decision=decision[0],
+        reasons=[decision[1]],
+        evidence=evidence,
+        config_digest=ctx.config_digest,
+        tokenizer_version=ctx.pipeline_version,
+        model=event.model,
+        tenant=event.tenant,
+        group=None,
+        event_ts=event.ts,
+        judge=judge,
+        metrics=_trim(metrics, ctx.config.max_text_chars),
+    )
+
+
+def judges_for(event: SummaryEvent, override: Sequence[str] | None = None) -> list[str]:
+    """The judges to run: ``override`` if given, else the event's ``judges``, else both."""
+    chosen = override if override is not None else (event.judges or ALL_JUDGES)
+    return [j for j in ALL_JUDGES if j in chosen]
+
+
+def score_batch(
+    events: Sequence[SummaryEvent],
+    parse: Parser,
+    ctx: JudgeContext,
+    override: Sequence[str] | None = None,
+) -> list[list[JudgeVerdict]]:
+    """Verdicts for each event (in order). Texts are parsed once per distinct text, in one
+    ``parse`` call, so a batch of summaries of one article parses the article once."""
+    texts = list(dict.fromkeys(t for e in events for t in (e.article, e.summary)))
+    parsed = dict(zip(texts, parse(texts), strict=True))
+    return [
+        [
+            build_verdict(e, j, JUDGES[j](parsed[e.summary], parsed[e.article]), ctx)
+            for j in judges_for(e, override)
+        ]
+        for e in events
+    ]

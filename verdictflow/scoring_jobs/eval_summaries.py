@@ -1,0 +1,115 @@
+"""``verdictflow eval summaries FILE``: the summaries agent's verdicts for a JSONL file.
+
+Lines are judged in batches through the same :func:`judge_records` the agent runs, with the
+same spaCy pipeline, so each verdict equals (byte for byte, per verdict_id) what a worker emits
+for the file replayed. Malformed lines become dead-letter records. ``--judge`` overrides the
+events' own ``judges`` (without it: the event's choice, else both judges).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from verdictflow.agents.summaries import MAX_BATCH, judge_records
+from verdictflow.evaluators.judge.common import METRICS
+from verdictflow.evaluators.judge.verdicts import JudgeContext, Parser
+from verdictflow.exceptions import VerdictflowError
+from verdictflow.models.codec import DEFAULT_MAX_EVENT_BYTES
+from verdictflow.models.verdicts import JudgeVerdict
+from verdictflow.streams.records import Record
+from verdictflow.streams.topics import DEAD_LETTERS
+
+
+def _records(lines: Iterable[bytes], source: str) -> Iterator[Record]:
+    for line_no, raw in enumerate(lines, start=1):
+        raw = raw.rstrip(b"\r\n")
+        if raw.strip():
+            yield Record(topic=source, partition=None, offset=line_no, key=None, value=raw)
+
+
+def evaluate_summaries(
+    lines: Iterable[bytes],
+    parse: Parser,
+    ctx: JudgeContext,
+    *,
+    judges: Sequence[str] | None = None,
+    source: str = "file",
+    max_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+    progress: Callable[[int], None] | None = None,
+) -> Iterator[tuple[bool, bytes]]:
+    """(is_dead_letter, encoded record) for raw JSONL lines, in input order: the exact bytes
+    the agent would send to ``verdicts.judge`` or ``dead-letters``."""
+    batch: list[Record] = []
+    done = 0
+
+    def flush() -> Iterator[tuple[bool, bytes]]:
+        for outputs in judge_records(batch, parse, ctx, max_bytes=max_bytes, override=judges):
+            for topic, _, value in outputs:
+                yield topic == DEAD_LETTERS, value
+
+    for record in _records(lines, source):
+        batch.append(record)
+        if len(batch) == MAX_BATCH:
+            yield from flush()
+            done += len(batch)
+            batch = []
+            if progress is not None:
+                progress(done)
+    if batch:
+        yield from flush()
+        if progress is not None:
+            progress(done + len(batch))
+
+
+def run_cli(file: Path, judge: str | None, fmt: str, err: Console) -> None:
+    """The body of ``verdictflow eval summaries`` (kept here so cli.py stays a thin hook)."""
+    from verdictflow.agents.summaries import spacy_parser
+    from verdictflow.evaluators.judge.verdicts import ALL_JUDGES, JudgeConfig
+
+    choices: dict[str, list[str]] = {"both": list(ALL_JUDGES), **{j: [j] for j in ALL_JUDGES}}
+    if judge is not None and judge not in choices:
+        raise VerdictflowError(f"--judge must be one of {', '.join(choices)}, not {judge!r}")
+    if fmt not in ("jsonl", "table"):
+        raise VerdictflowError(f"--format must be jsonl or table, not {fmt!r}")
+    lines = file.read_bytes().splitlines()
+    parse, version = spacy_parser()
+    ctx = JudgeContext(JudgeConfig(), version)
+    verdicts = []
+    with Progress(console=err, transient=True) as bar:
+        task = bar.add_task(f"judging {file.name}", total=len(lines))
+        for dead, value in evaluate_summaries(
+            lines,
+            parse,
+            ctx,
+            judges=choices[judge] if judge else None,
+            source=str(file),
+            progress=lambda n: bar.update(task, completed=n),
+        ):
+            if dead:
+                sys.stderr.buffer.write(value + b"\n")
+            elif fmt == "jsonl":
+                sys.stdout.buffer.write(value + b"\n")
+            else:
+                verdicts.append(JudgeVerdict.model_validate_json(value))
+    if fmt == "table":
+        Console().print(judge_table(verdicts))
+
+
+def judge_table(verdicts: Sequence[JudgeVerdict]) -> Table:
+    table = Table(title="judge verdicts")
+    for col in ("input_id", "judge", *METRICS, "score", "decision"):
+        table.add_column(col, overflow="fold")
+    for v in verdicts:
+        cells = [
+            "err" if "error" in v.metrics[m] else f"{v.metrics[m]['overall_score']:.2f}"
+            for m in METRICS
+        ]
+        score = "-" if v.score is None else f"{v.score:.2f}"
+        table.add_row(v.input_id, v.judge, *cells, score, v.decision.value)
+    return table
