@@ -67,9 +67,10 @@ class LexicalIndex:
         """Build a new snapshot from scratch (slow at 100k docs: run it in a thread)."""
         ids = list(doc_ids)
         model: bm25s.BM25 | None = None
-        if ids:
+        tokens = tokenize(texts) if ids else []
+        if any(tokens):  # bm25s cannot index a corpus without a single token
             model = bm25s.BM25()
-            model.index(tokenize(texts), show_progress=False)
+            model.index(tokens, show_progress=False)
         with self._lock:
             self._bm25, self._ids = model, ids
         logger.debug("BM25 snapshot rebuilt over %d documents", len(ids))
