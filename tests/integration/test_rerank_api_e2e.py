@@ -86,7 +86,8 @@ async def test_replayed_state_then_a_quality_update_within_one_second(settings_f
             await wait_for(ready, timeout=30)
             health = (await client.get("/healthz")).json()
             assert health["source"] == "topics"
-            assert health["index_size"] == 5 and health["quality_rows"] == 3
+            assert health["index_size"] == 5
+            assert health["quality_rows"] == 3
             assert health["consumer_lag"] == 0
 
             async def search() -> list[dict[str, Any]]:
@@ -116,8 +117,8 @@ async def test_replayed_state_then_a_quality_update_within_one_second(settings_f
             # Documents: a delete and a new document are followed too.
             await send(producer, settings, DOCS, "d-pacific",
                        {"doc_id": "d-pacific", "op": "delete", "version": 2})  # fmt: skip
-            await send(producer, settings, DOCS, "d-new",
-                       {"doc_id": "d-new", "text": "Which ocean is the largest? The Pacific."})  # fmt: skip
+            new_doc = {"doc_id": "d-new", "text": "Which ocean is the largest? The Pacific."}
+            await send(producer, settings, DOCS, "d-new", new_doc)
 
             async def docs_followed() -> bool:
                 ids = [i["doc_id"] for i in await search()]
@@ -125,7 +126,8 @@ async def test_replayed_state_then_a_quality_update_within_one_second(settings_f
 
             await wait_for(docs_followed, timeout=5)
             items = await search()
-            assert items[0]["doc_id"] == "d-facts" and items[0]["quality"] == 1.0  # stale ignored
+            assert items[0]["doc_id"] == "d-facts"
+            assert items[0]["quality"] == 1.0
 
             lanes = await client.post("/search", json={"q": "kafka partitions", "lane": "L1"})
             assert "d-kafka" not in [i["doc_id"] for i in lanes.json()["items"]]

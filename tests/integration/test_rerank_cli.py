@@ -45,7 +45,8 @@ def test_api_command_serves_search_from_artifacts(tmp_path: Path) -> None:
             assert time.monotonic() < deadline, "api did not become ready"
             time.sleep(0.2)
         body = httpx.post(f"{url}/search", json={"q": "banana bread", "top_k": 1}).json()
-        assert body["items"][0]["doc_id"] == "b" and body["items"][0]["quality"] == 0.9
+        assert body["items"][0]["doc_id"] == "b"
+        assert body["items"][0]["quality"] == 0.9
     finally:
         proc.terminate()
         proc.wait(20)

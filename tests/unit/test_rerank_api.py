@@ -83,7 +83,9 @@ async def test_response_has_the_spec_shape_and_formula(
     assert r.status_code == 200
     body = r.json()
     assert set(body) == {"lane", "mode", "items", "trace_id"}
-    assert body["lane"] == "L1_FACTOID" and body["mode"] == "DENSE" and body["trace_id"]
+    assert body["lane"] == "L1_FACTOID"
+    assert body["mode"] == "DENSE"
+    assert body["trace_id"]
     item = body["items"][0]
     assert set(item) == {
         "id", "doc_id", "score", "quality", "final_score", "concept_text", "tmd_code",
@@ -93,7 +95,8 @@ async def test_response_has_the_spec_shape_and_formula(
         assert it["final_score"] == pytest.approx(0.85 * it["score"] + 0.15 * it["quality"])
         assert it["concept_text"] == TEXTS[it["doc_id"]]
     by_id = {it["doc_id"]: it for it in body["items"]}
-    assert by_id["ocean-a"]["tmd_code"] == "t1" and by_id["ocean-a"]["lane_index"] == 0
+    assert by_id["ocean-a"]["tmd_code"] == "t1"
+    assert by_id["ocean-a"]["lane_index"] == 0
     finals = [it["final_score"] for it in body["items"]]
     assert finals == sorted(finals, reverse=True)
 
@@ -168,7 +171,8 @@ async def test_lexical_and_hybrid_modes_rank_the_keyword_match_first(
         assert body["items"][0]["doc_id"] == "bread"
         assert 0.0 < body["items"][0]["score"] <= 1.0
     default = (await client.post("/search", json={"q": "partitions log"})).json()
-    assert default["mode"] == "LEXICAL" and default["items"][0]["doc_id"] == "kafka"
+    assert default["mode"] == "LEXICAL"
+    assert default["items"][0]["doc_id"] == "kafka"
 
 
 async def test_healthz_and_metrics_report_state(
@@ -177,14 +181,18 @@ async def test_healthz_and_metrics_report_state(
     client = await client_for(settings(corpus, quality=quality_file))
     await client.post("/search", json=QUERY)
     health = (await client.get("/healthz")).json()
-    assert health["ready"] is True and health["source"] == "artifacts"
-    assert health["index_size"] == 5 and health["quality_rows"] == 3
-    assert health["consumer_lag"] == 0 and health["index_kind"] == "flat"
+    assert health["ready"] is True
+    assert health["source"] == "artifacts"
+    assert health["index_size"] == 5
+    assert health["quality_rows"] == 3
+    assert health["consumer_lag"] == 0
+    assert health["index_kind"] == "flat"
     text = (await client.get("/metrics")).text
     assert 'vf_search_requests_total{mode="dense",status="200"} 1.0' in text
     assert "vf_api_index_documents 5.0" in text
     stats = (await client.get("/stats/latency")).json()
-    assert stats["request"]["count"] == 1 and stats["blend"]["p99_ms"] >= 0
+    assert stats["request"]["count"] == 1
+    assert stats["blend"]["p99_ms"] >= 0
 
 
 async def test_vectors_and_an_index_file_from_the_npz_are_used(
@@ -200,7 +208,8 @@ async def test_vectors_and_an_index_file_from_the_npz_are_used(
     client = await client_for(settings(path, index=tmp_path / "v.index"))
     # No text overlap: the query "t" embeds to a hashed vector; the ranking comes from vectors.
     health = (await client.get("/healthz")).json()
-    assert health["index_kind"] == "file" and health["index_size"] == 8
+    assert health["index_kind"] == "file"
+    assert health["index_size"] == 8
 
 
 @pytest.mark.parametrize(
@@ -242,4 +251,5 @@ async def test_quality_npz_is_read(corpus: Path, tmp_path: Path, client_for: Any
     np.savez(qpath, doc_ids=np.array(["bread"]), quality=np.array([0.9]))
     client = await client_for(settings(corpus, quality=qpath))
     items = (await client.post("/search", json={"q": "banana bread"})).json()["items"]
-    assert items[0]["doc_id"] == "bread" and items[0]["quality"] == pytest.approx(0.9)
+    assert items[0]["doc_id"] == "bread"
+    assert items[0]["quality"] == pytest.approx(0.9)

@@ -53,7 +53,8 @@ def test_upsert_replaces_the_vector_and_delete_hides_the_document() -> None:
     assert index.search(a, 1)[0][0][0] == "x"
     index.upsert(["x"], [b])  # x moves next to y
     moved = index.search(a, 2)[0]
-    assert {d for d, _ in moved} == {"x", "y"} and all(abs(s) < 1e-6 for _, s in moved)
+    assert {d for d, _ in moved} == {"x", "y"}
+    assert all(abs(s) < 1e-6 for _, s in moved)
     index.delete(["y"])
     assert [d for d, _ in index.search(b, 5)[0]] == ["x"]
     assert len(index) == 1
@@ -79,7 +80,8 @@ def test_hnsw_main_segment_with_tombstones_and_rebuild() -> None:
     assert np.mean(recall) > 0.9
     assert index.needs_compaction()
     assert index.compact()
-    assert index.stats()["main_dead"] == 0 and index.kind == "hnsw"
+    assert index.stats()["main_dead"] == 0
+    assert index.kind == "hnsw"
     assert len(index) == len(live)
 
 
@@ -104,10 +106,12 @@ def test_mutations_during_a_rebuild_survive_the_swap() -> None:
     index.upsert(["a1", "b0"], np.vstack([new, new]))
     release.set()
     worker.join(5)
-    assert "a0" not in index and len(index) == 8
+    assert "a0" not in index
+    assert len(index) == 8
     hits = dict(index.search(new[0], 10)[0])
     assert "a0" not in hits
-    assert hits["a1"] == pytest.approx(1.0, abs=1e-5) and hits["b0"] == pytest.approx(1.0, abs=1e-5)
+    assert hits["a1"] == pytest.approx(1.0, abs=1e-5)
+    assert hits["b0"] == pytest.approx(1.0, abs=1e-5)
 
 
 def test_bad_vectors_are_refused() -> None:
