@@ -22,6 +22,7 @@ from rich.live import Live
 from rich.table import Table
 
 from verdictflow.evaluators.policy import load_policy
+from verdictflow.rerank_api.devhook import start_api, stop_api
 from verdictflow.scoring_jobs.eval_answers import expected_verdicts
 from verdictflow.scoring_jobs.replay import read_lines, replay
 from verdictflow.scoring_jobs.tail import tail
@@ -83,6 +84,8 @@ def run_dev(
                 cmd, env=env, stdout=log, stderr=subprocess.STDOUT, preexec_fn=die_with_parent
             )
         console.print(f"[bold]worker[/] pid {worker.pid}  (log: {data_dir / 'worker.log'})")
+        api, api_url = start_api(env, data_dir / "api.log")
+        console.print(f"[bold]api[/] {api_url}/search  (POST; log: {data_dir / 'api.log'})")
         try:
             lines = read_lines(sample)
             asyncio.run(replay(lines, "answers", settings))
@@ -91,6 +94,7 @@ def run_dev(
         except KeyboardInterrupt:
             return 0
         finally:
+            stop_api(api)
             worker.terminate()
             try:
                 worker.wait(15)

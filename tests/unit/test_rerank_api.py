@@ -1,0 +1,255 @@
+"""The /search app over artifacts, through httpx with its lifespan running."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import faiss
+import httpx
+import numpy as np
+import pytest
+from asgi_lifespan import LifespanManager
+
+from verdictflow.evaluators.embedding import embed_texts
+from verdictflow.rerank_api import ApiSettings, create_app
+from verdictflow.rerank_api.artifacts import ArtifactError
+
+TEXTS = {
+    "ocean-a": "The Pacific Ocean is the largest ocean on Earth.",
+    "ocean-b": "The largest ocean on Earth is the Pacific, covering a third of the planet.",
+    "ocean-c": "Ocean facts for kids: seas, tides, coral reefs, whales and the largest waves.",
+    "bread": "Banana bread needs ripe bananas, flour, butter and sugar.",
+    "kafka": "Kafka topics are split into partitions, each an ordered log.",
+}
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    path = tmp_path / "vectors.npz"
+    np.savez(
+        path,
+        doc_ids=np.array(list(TEXTS)),
+        concept_texts=np.array(list(TEXTS.values())),
+        tmd_codes=np.array(["t1", "t2", "t3", "t4", "t5"]),
+        lane_indices=np.array([0, 1, 2, 3, 4]),
+    )
+    return path
+
+
+@pytest.fixture
+def quality_file(tmp_path: Path) -> Path:
+    path = tmp_path / "id_quality.jsonl"
+    rows = [("ocean-a", 0.0), ("ocean-b", 0.2), ("ocean-c", 1.0)]
+    path.write_text(
+        "".join(f'{{"doc_id": "{d}", "quality": {q}, "features": {{}}}}\n' for d, q in rows)
+    )
+    return path
+
+
+Client = Callable[..., Any]
+
+
+@pytest.fixture
+async def client_for() -> AsyncIterator[Callable[[ApiSettings], Any]]:
+    managers: list[LifespanManager] = []
+
+    async def make(settings: ApiSettings) -> httpx.AsyncClient:
+        manager = LifespanManager(create_app(settings))
+        await manager.__aenter__()
+        managers.append(manager)
+        return httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=manager.app), base_url="http://t"
+        )
+
+    yield make
+    for manager in managers:
+        await manager.__aexit__(None, None, None)
+
+
+def settings(npz: Path, **kw: Any) -> ApiSettings:
+    return ApiSettings(source="artifacts", npz=npz, **kw)
+
+
+QUERY = {"q": "Which ocean is the largest?", "top_k": 3}
+
+
+async def test_response_has_the_spec_shape_and_formula(
+    corpus: Path, quality_file: Path, client_for: Any
+) -> None:
+    client = await client_for(settings(corpus, quality=quality_file))
+    r = await client.post("/search", json={**QUERY, "lane": "L1_FACTOID"})
+    assert r.status_code == 200
+    body = r.json()
+    assert set(body) == {"lane", "mode", "items", "trace_id"}
+    assert body["lane"] == "L1_FACTOID"
+    assert body["mode"] == "DENSE"
+    assert body["trace_id"]
+    item = body["items"][0]
+    assert set(item) == {
+        "id", "doc_id", "score", "quality", "final_score", "concept_text", "tmd_code",
+        "lane_index",
+    }  # fmt: skip
+    for it in body["items"]:
+        assert it["final_score"] == pytest.approx(0.85 * it["score"] + 0.15 * it["quality"])
+        assert it["concept_text"] == TEXTS[it["doc_id"]]
+    by_id = {it["doc_id"]: it for it in body["items"]}
+    assert by_id["ocean-a"]["tmd_code"] == "t1"
+    assert by_id["ocean-a"]["lane_index"] == 0
+    finals = [it["final_score"] for it in body["items"]]
+    assert finals == sorted(finals, reverse=True)
+
+
+async def test_weights_change_the_ordering_gate_4(
+    corpus: Path, quality_file: Path, client_for: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Acceptance gate 4: LNSP_W_COS / LNSP_W_QUALITY change the order (env and per request)."""
+    q = embed_texts([QUERY["q"]])[0]
+    cos = {d: float(v @ q) for d, v in zip(TEXTS, embed_texts(list(TEXTS.values())), strict=True)}
+    # The corpus is built so that the cosine order and the quality order disagree.
+    assert cos["ocean-a"] > cos["ocean-c"]
+    monkeypatch.setenv("LNSP_W_COS", "1.0")
+    monkeypatch.setenv("LNSP_W_QUALITY", "0.0")
+    cos_only = await client_for(ApiSettings(source="artifacts", npz=corpus, quality=quality_file))
+    monkeypatch.setenv("LNSP_W_COS", "0.5")
+    monkeypatch.setenv("LNSP_W_QUALITY", "0.5")
+    blended = await client_for(ApiSettings(source="artifacts", npz=corpus, quality=quality_file))
+    order_cos = [i["doc_id"] for i in (await cos_only.post("/search", json=QUERY)).json()["items"]]
+    order_mix = [i["doc_id"] for i in (await blended.post("/search", json=QUERY)).json()["items"]]
+    assert order_cos == sorted(order_cos, key=lambda d: (-cos[d], d))
+    assert order_cos.index("ocean-a") < order_cos.index("ocean-c")
+    assert order_mix[0] == "ocean-c"  # quality 1.0 lifts it over better cosines
+    per_request = await cos_only.post("/search", json={**QUERY, "w_cos": 0.5, "w_quality": 0.5})
+    assert [i["doc_id"] for i in per_request.json()["items"]] == order_mix
+
+
+async def test_overfetch_lets_quality_lift_a_document_from_beyond_top_k(
+    corpus: Path, tmp_path: Path, client_for: Any
+) -> None:
+    quality = tmp_path / "q.jsonl"
+    quality.write_text('{"doc_id": "kafka", "quality": 1.0}\n')
+    client = await client_for(settings(corpus, quality=quality))
+    body = {"q": "Which ocean is the largest?", "top_k": 1, "w_cos": 0.0, "w_quality": 1.0}
+    items = (await client.post("/search", json=body)).json()["items"]
+    assert [i["doc_id"] for i in items] == ["kafka"]
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        ({"q": "", "top_k": 3}, "q:"),
+        ({"q": "   ", "top_k": 3}, "non-whitespace"),
+        ({"q": "x" * 2001, "top_k": 3}, "at most 2000 characters"),
+        ({"q": "ocean", "top_k": 0}, "top_k"),
+        ({"q": "ocean", "top_k": 101}, "top_k: at most 100"),
+        ({"q": "ocean", "top_k": "5"}, "top_k"),
+        ({"q": "ocean", "topk": 5}, "topk: Extra inputs"),
+        ({"q": "ocean", "w_cos": 1.5}, "w_cos"),
+        ({"q": "ocean", "mode": "neural"}, "mode"),
+        ({"top_k": 3}, "q: Field required"),
+    ],
+)
+async def test_bad_requests_are_422_with_a_clear_message(
+    corpus: Path, client_for: Any, body: dict[str, Any], fragment: str
+) -> None:
+    client = await client_for(settings(corpus))
+    r = await client.post("/search", json=body)
+    assert r.status_code == 422
+    assert r.json()["error"] == "invalid_request"
+    assert fragment in r.json()["detail"]
+
+
+async def test_lexical_and_hybrid_modes_rank_the_keyword_match_first(
+    corpus: Path, client_for: Any
+) -> None:
+    client = await client_for(settings(corpus, mode="lexical"))
+    for mode in ("LEXICAL", "HYBRID"):
+        r = await client.post("/search", json={"q": "banana flour", "mode": mode.lower()})
+        body = r.json()
+        assert body["mode"] == mode
+        assert body["items"][0]["doc_id"] == "bread"
+        assert 0.0 < body["items"][0]["score"] <= 1.0
+    default = (await client.post("/search", json={"q": "partitions log"})).json()
+    assert default["mode"] == "LEXICAL"
+    assert default["items"][0]["doc_id"] == "kafka"
+
+
+async def test_healthz_and_metrics_report_state(
+    corpus: Path, quality_file: Path, client_for: Any
+) -> None:
+    client = await client_for(settings(corpus, quality=quality_file))
+    await client.post("/search", json=QUERY)
+    health = (await client.get("/healthz")).json()
+    assert health["ready"] is True
+    assert health["source"] == "artifacts"
+    assert health["index_size"] == 5
+    assert health["quality_rows"] == 3
+    assert health["consumer_lag"] == 0
+    assert health["index_kind"] == "flat"
+    text = (await client.get("/metrics")).text
+    assert 'vf_search_requests_total{mode="dense",status="200"} 1.0' in text
+    assert "vf_api_index_documents 5.0" in text
+    stats = (await client.get("/stats/latency")).json()
+    assert stats["request"]["count"] == 1
+    assert stats["blend"]["p99_ms"] >= 0
+
+
+async def test_vectors_and_an_index_file_from_the_npz_are_used(
+    tmp_path: Path, client_for: Any
+) -> None:
+    vectors = np.eye(8, 384, dtype=np.float32)
+    ids = np.array([f"v{i}" for i in range(8)])
+    path = tmp_path / "v.npz"
+    np.savez(path, doc_ids=ids, concept_texts=np.array(["t"] * 8), vectors=vectors)
+    index = faiss.IndexFlatIP(384)
+    index.add(vectors)
+    faiss.write_index(index, str(tmp_path / "v.index"))
+    client = await client_for(settings(path, index=tmp_path / "v.index"))
+    # No text overlap: the query "t" embeds to a hashed vector; the ranking comes from vectors.
+    health = (await client.get("/healthz")).json()
+    assert health["index_kind"] == "file"
+    assert health["index_size"] == 8
+
+
+@pytest.mark.parametrize(
+    ("arrays", "message"),
+    [
+        ({"doc_ids": np.array(["a"])}, "missing array 'concept_texts'"),
+        (
+            {
+                "doc_ids": np.array(["a"]),
+                "concept_texts": np.array(["x"]),
+                "vectors": np.ones((2, 3)),
+            },
+            "vectors has shape",
+        ),
+    ],
+)
+async def test_bad_artifacts_stop_the_start_with_a_clear_error(
+    tmp_path: Path, arrays: dict[str, Any], message: str
+) -> None:
+    path = tmp_path / "bad.npz"
+    np.savez(path, **arrays)
+    with pytest.raises(ArtifactError, match=message):
+        async with LifespanManager(create_app(settings(path))):
+            pass
+
+
+async def test_quality_out_of_range_in_the_artifact_is_refused(
+    corpus: Path, tmp_path: Path
+) -> None:
+    bad = tmp_path / "q.jsonl"
+    bad.write_text('{"doc_id": "ocean-a", "quality": 1.7}\n')
+    with pytest.raises(ArtifactError, match=r"q.jsonl:1: quality 1.7 is not in \[0, 1\]"):
+        async with LifespanManager(create_app(settings(corpus, quality=bad))):
+            pass
+
+
+async def test_quality_npz_is_read(corpus: Path, tmp_path: Path, client_for: Any) -> None:
+    qpath = tmp_path / "id_quality.npz"
+    np.savez(qpath, doc_ids=np.array(["bread"]), quality=np.array([0.9]))
+    client = await client_for(settings(corpus, quality=qpath))
+    items = (await client.post("/search", json={"q": "banana bread"})).json()["items"]
+    assert items[0]["doc_id"] == "bread"
+    assert items[0]["quality"] == pytest.approx(0.9)

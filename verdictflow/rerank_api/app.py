@@ -1,0 +1,293 @@
+"""``create_app(api_settings, stream_settings) -> FastAPI``: the ``/search`` service.
+
+The lifespan builds typed state (:class:`ServiceState`): the retriever, filled from artifacts
+or by a :class:`TopicFollower` task, plus a BM25 refresh task and a compaction trigger; it tears
+them down after ``yield``. Routes are thin: validate, run the retriever's synchronous search on
+a small thread pool (FAISS and numpy release the GIL; the event loop keeps serving), shape the
+response. Errors have one JSON shape: ``{"error": code, "detail": message}``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+import faiss
+import orjson
+from fastapi import Depends, FastAPI, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from verdictflow.rerank_api import artifacts
+from verdictflow.rerank_api.blend import Weights
+from verdictflow.rerank_api.embedders import make_embedder
+from verdictflow.rerank_api.follower import TopicFollower
+from verdictflow.rerank_api.metrics import ApiMetrics
+from verdictflow.rerank_api.retriever import Retriever, SearchLimits, result_id
+from verdictflow.rerank_api.schemas import Health, SearchRequest, SearchResponse
+from verdictflow.rerank_api.settings import ApiSettings
+from verdictflow.streams.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+
+class NotReadyError(Exception):
+    """The state is still being built; answering now would rank an incomplete corpus."""
+
+
+@dataclass
+class ServiceState:
+    settings: ApiSettings
+    retriever: Retriever
+    metrics: ApiMetrics
+    executor: ThreadPoolExecutor
+    follower: TopicFollower | None = None
+    loaded: bool = False
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    _compaction: asyncio.Task[bool] | None = None
+
+    @property
+    def ready(self) -> bool:
+        if self.follower is not None:
+            return self.follower.ready.is_set()
+        return self.loaded
+
+    def maybe_compact(self) -> None:
+        """Start a background index rebuild when one is due and none is running."""
+        busy = self._compaction is not None and not self._compaction.done()
+        if not busy and self.retriever.index.needs_compaction():
+            self._compaction = asyncio.get_running_loop().create_task(
+                asyncio.to_thread(self.retriever.index.compact)
+            )
+
+
+def get_state(request: Request) -> ServiceState:
+    state: ServiceState = request.app.state.vf
+    return state
+
+
+StateDep = Annotated[ServiceState, Depends(get_state)]
+
+
+def build_retriever(api: ApiSettings) -> Retriever:
+    limits = SearchLimits(api.overfetch, api.min_candidates, api.max_candidates)
+    embedder = make_embedder(api.embedder, api.dim, api.embed_model_dir)
+    return Retriever(embedder, api.index_config, limits)
+
+
+def load_artifacts(api: ApiSettings, retriever: Retriever) -> None:
+    """Fill the retriever from the NPZ (+ quality, + index); raises ArtifactError."""
+    if api.npz is None:
+        raise artifacts.ArtifactError("artifact mode needs a vectors NPZ (--npz)")
+    corpus = artifacts.load_npz(api.npz)
+    index = artifacts.load_index(api.index) if api.index else None
+    if index is not None and corpus.vectors is None:
+        raise artifacts.ArtifactError(f"{api.index}: an index file needs 'vectors' in the NPZ")
+    retriever.load(corpus.metas, corpus.vectors, index)
+    if api.quality is not None:
+        n = retriever.load_quality(artifacts.load_quality(api.quality))
+        logger.info("loaded %d quality rows from %s", n, api.quality)
+    logger.info("loaded %d documents from %s", len(corpus.metas), api.npz)
+
+
+async def _lexical_refresher(state: ServiceState) -> None:
+    """Rebuild the BM25 snapshot when documents changed, at most once per interval."""
+    while True:
+        await asyncio.sleep(state.settings.lexical_refresh_seconds)
+        if state.retriever.lexical_stale:
+            await asyncio.to_thread(state.retriever.rebuild_lexical)
+
+
+def create_app(
+    api: ApiSettings | None = None,
+    streams: Settings | None = None,
+    retriever: Retriever | None = None,
+) -> FastAPI:
+    """The app; ``retriever`` lets tests and benchmarks hand in prepared state."""
+    api = api or ApiSettings()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        faiss.omp_set_num_threads(api.faiss_threads)
+        metrics = ApiMetrics(api.latency_window)
+        executor = ThreadPoolExecutor(api.search_threads, thread_name_prefix="vf-search")
+        state = ServiceState(api, retriever or build_retriever(api), metrics, executor)
+        app.state.vf = state
+        try:
+            if retriever is not None:
+                state.loaded = True
+            elif api.source == "artifacts":
+                await asyncio.to_thread(load_artifacts, api, state.retriever)
+                state.loaded = True
+            else:
+                follower = TopicFollower(
+                    streams or Settings(),
+                    state.retriever,
+                    metrics,
+                    ready_idle_seconds=api.ready_idle_seconds,
+                    on_docs_applied=state.maybe_compact,
+                )
+                await follower.start()
+                state.follower = follower
+                state.tasks.append(asyncio.create_task(follower.run(), name="vf-follow"))
+                state.tasks.append(asyncio.create_task(_lexical_refresher(state), name="vf-bm25"))
+            yield
+        finally:
+            for task in state.tasks:
+                task.cancel()
+            await asyncio.gather(*state.tasks, return_exceptions=True)
+            if state.follower is not None:
+                await state.follower.stop()
+            executor.shutdown(wait=False, cancel_futures=True)
+
+    app = FastAPI(title="verdictflow retriever", lifespan=lifespan)
+    _install_error_handlers(app)
+    _install_timing(app)
+    _install_routes(app)
+    return app
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        parts = []
+        for e in exc.errors()[:3]:
+            loc = ".".join(str(p) for p in e["loc"] if p != "body") or "body"
+            parts.append(f"{loc}: {e['msg']}")
+        return JSONResponse(
+            {"error": "invalid_request", "detail": "; ".join(parts)}, status_code=422
+        )
+
+    @app.exception_handler(NotReadyError)
+    async def not_ready(request: Request, exc: NotReadyError) -> JSONResponse:
+        return JSONResponse({"error": "not_ready", "detail": str(exc)}, status_code=503)
+
+
+class SearchTiming:
+    """Pure ASGI middleware timing ``/search`` from request start to the last body byte.
+
+    Not ``@app.middleware("http")``: Starlette's BaseHTTPMiddleware re-wraps every request and
+    response in streams and costs more than the search itself at hundreds of requests/s.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["path"] != "/search":
+            await self.app(scope, receive, send)
+            return
+        t0 = time.perf_counter()
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            state: ServiceState | None = getattr(scope["app"].state, "vf", None)
+            if state is not None:
+                elapsed = time.perf_counter() - t0
+                state.metrics.request_seconds.observe(elapsed)
+                state.metrics.window.add("request", elapsed)
+
+
+def _install_timing(app: FastAPI) -> None:
+    app.add_middleware(SearchTiming)
+
+
+def _install_routes(app: FastAPI) -> None:
+    @app.post("/search", response_model=SearchResponse)
+    async def search(body: SearchRequest, state: StateDep) -> SearchResponse:
+        api = state.settings
+        mode = body.mode or api.mode
+        if not state.ready:
+            state.metrics.searches.labels(mode, "503").inc()
+            raise NotReadyError("the index is still being built from the topics; retry shortly")
+        if len(body.q) > api.max_query_chars or body.top_k > api.max_top_k:
+            state.metrics.searches.labels(mode, "422").inc()
+            detail = (
+                f"q: at most {api.max_query_chars} characters"
+                if len(body.q) > api.max_query_chars
+                else f"top_k: at most {api.max_top_k}"
+            )
+            return JSONResponse(  # type: ignore[return-value]
+                {"error": "invalid_request", "detail": detail}, status_code=422
+            )
+        weights = Weights(
+            api.w_cos if body.w_cos is None else body.w_cos,
+            api.w_quality if body.w_quality is None else body.w_quality,
+        )
+        loop = asyncio.get_running_loop()
+        outcome = await loop.run_in_executor(
+            state.executor,
+            lambda: state.retriever.search(
+                body.q, body.top_k, lane=body.lane, mode=mode, weights=weights
+            ),
+        )
+        for stage in ("embed", "retrieve", "blend"):
+            state.metrics.observe_stage(stage, outcome.timings[stage])
+        state.metrics.window.add("search", outcome.timings["total"])
+        state.metrics.searches.labels(mode, "200").inc()
+        items = [
+            {
+                "id": result_id(b.doc_id),
+                "doc_id": b.doc_id,
+                "score": b.score,
+                "quality": b.quality,
+                "final_score": b.final_score,
+                "concept_text": meta.text,
+                "tmd_code": meta.tmd_code,
+                "lane_index": meta.lane_index,
+            }
+            for b, meta in outcome.hits
+        ]
+        # Built as plain data and encoded once with orjson (the shape is SearchResponse, which
+        # documents it in OpenAPI): re-validating our own output would double the app's cost.
+        payload = {"lane": body.lane, "mode": mode.upper(), "items": items}
+        payload["trace_id"] = uuid.uuid4().hex
+        return Response(orjson.dumps(payload), media_type="application/json")  # type: ignore[return-value]
+
+    @app.get("/healthz", response_model=Health)
+    async def healthz(state: StateDep, response: Response) -> Health:
+        r = state.retriever
+        lag = state.follower.lag if state.follower is not None else 0
+        m = state.metrics
+        m.index_size.set(len(r.index))
+        m.quality_rows.set(len(r.quality))
+        m.ready.set(1 if state.ready else 0)
+        response.status_code = 200 if state.ready else 503
+        return Health(
+            ready=state.ready,
+            source="artifacts" if state.follower is None else "topics",
+            index_size=len(r.index),
+            index_kind=r.index.kind,
+            quality_rows=len(r.quality),
+            consumer_lag=lag,
+            default_mode=state.settings.mode,
+            weights={"w_cos": state.settings.w_cos, "w_quality": state.settings.w_quality},
+            embedder=r.embedder.version,
+            index=r.index.stats(),
+        )
+
+    @app.get("/metrics")
+    async def metrics(state: StateDep) -> Response:
+        r = state.retriever
+        state.metrics.index_size.set(len(r.index))
+        state.metrics.quality_rows.set(len(r.quality))
+        state.metrics.ready.set(1 if state.ready else 0)
+        if state.follower is not None:
+            state.metrics.lag.set(state.follower.lag)
+        return Response(generate_latest(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    @app.get("/stats/latency")
+    async def latency(state: StateDep, reset: bool = False) -> dict[str, Any]:
+        """Exact server-side percentiles over the last samples (``reset=true`` clears them)."""
+        summary: dict[str, Any] = state.metrics.window.summary()
+        if reset:
+            state.metrics.window.reset()
+        return summary

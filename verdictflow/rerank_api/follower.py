@@ -1,0 +1,171 @@
+"""Materialises ``docs`` and ``doc-quality`` into the retriever: read from the beginning, follow.
+
+Every API replica needs every document and quality row, so the topics are read outside any
+consumer group (no GlobalTable: unreliable on the embedded broker and faust-streaming #283),
+with all partitions assigned and no offsets committed; a restart replays from the beginning.
+
+Readiness: the end offsets seen at start-up are the target; the service is ready once every
+partition's position reaches its target. On the embedded broker a partition whose last batch
+holds several records reports a wrong end offset, so readiness also comes after
+``ready_idle_seconds`` with no records (logged, with the lag still reported). Lag is the sum
+over partitions of (high watermark - position), from the fetch responses.
+
+A record that does not decode or validate is logged, counted and skipped: the service never
+dies on a bad record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from verdictflow.exceptions import InvalidEvent
+from verdictflow.models import DocQuality, DocUpdate
+from verdictflow.models.codec import decode
+from verdictflow.rerank_api.metrics import ApiMetrics
+from verdictflow.rerank_api.retriever import ApplyCounts, Retriever
+from verdictflow.streams.admin import ensure_topics
+from verdictflow.streams.settings import Settings
+from verdictflow.streams.topics import DOC_QUALITY, DOCS, full_name
+
+logger = logging.getLogger(__name__)
+
+
+class TopicFollower:
+    """One aiokafka consumer over both topics, applying batches to the retriever in order."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        retriever: Retriever,
+        metrics: ApiMetrics,
+        *,
+        ready_idle_seconds: float = 3.0,
+        on_docs_applied: Callable[[], None] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.retriever = retriever
+        self.metrics = metrics
+        self.ready_idle_seconds = ready_idle_seconds
+        self.on_docs_applied = on_docs_applied
+        self.docs_topic = full_name(DOCS, settings.topic_prefix)
+        self.quality_topic = full_name(DOC_QUALITY, settings.topic_prefix)
+        self.ready = asyncio.Event()
+        self._consumer: AIOKafkaConsumer | None = None
+        self._targets: dict[TopicPartition, int] = {}
+        self._positions: dict[TopicPartition, int] = {}
+
+    async def start(self) -> None:
+        """Connect, assign every partition of both topics and seek to the beginning."""
+        await ensure_topics(self.settings, [DOCS, DOC_QUALITY])
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=self.settings.bootstrap_servers,
+            group_id=None,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            max_partition_fetch_bytes=4 * 1024 * 1024,
+        )
+        await consumer.start()
+        self._consumer = consumer
+        tps: list[TopicPartition] = []
+        for topic in (self.docs_topic, self.quality_topic):
+            parts = await self._partitions(consumer, topic)
+            tps.extend(TopicPartition(topic, p) for p in sorted(parts))
+        consumer.assign(tps)
+        await consumer.seek_to_beginning(*tps)
+        self._targets = dict(await consumer.end_offsets(tps))
+        beginnings = await consumer.beginning_offsets(tps)
+        self._positions = {tp: beginnings.get(tp, 0) for tp in tps}
+        self._check_ready()
+        logger.info("following %s and %s from the beginning", self.docs_topic, self.quality_topic)
+
+    async def stop(self) -> None:
+        if self._consumer is not None:
+            await self._consumer.stop()
+            self._consumer = None
+
+    @property
+    def lag(self) -> int:
+        """Records not yet applied, summed over partitions (high watermark - position)."""
+        if self._consumer is None:
+            return 0
+        total = 0
+        for tp, pos in self._positions.items():
+            high = self._consumer.highwater(tp)
+            end = high if high is not None else self._targets.get(tp, pos)
+            total += max(0, end - pos)
+        return total
+
+    def _check_ready(self) -> None:
+        if not self.ready.is_set() and all(
+            self._positions.get(tp, 0) >= end for tp, end in self._targets.items()
+        ):
+            self.ready.set()
+            logger.info("caught up with %s and %s", self.docs_topic, self.quality_topic)
+
+    async def run(self) -> None:
+        """Poll and apply forever (until cancelled)."""
+        assert self._consumer is not None, "start() first"
+        idle_since = time.monotonic()
+        while True:
+            batches = await self._consumer.getmany(timeout_ms=100, max_records=5000)
+            if not batches:
+                if (
+                    not self.ready.is_set()
+                    and time.monotonic() - idle_since >= self.ready_idle_seconds
+                ):
+                    logger.warning(
+                        "no records for %.1f s before reaching the start-up end offsets "
+                        "(lag %d); declaring ready",
+                        self.ready_idle_seconds,
+                        self.lag,
+                    )
+                    self.ready.set()
+                self.metrics.lag.set(self.lag)
+                continue
+            idle_since = time.monotonic()
+            for tp in sorted(batches, key=lambda t: (t.topic, t.partition)):
+                records = batches[tp]
+                await self._apply(tp.topic, [(r.offset, r.value) for r in records])
+                self._positions[tp] = records[-1].offset + 1
+            self._check_ready()
+            self.metrics.lag.set(self.lag)
+
+    async def _apply(self, topic: str, records: list[tuple[int, bytes | None]]) -> None:
+        short = DOCS if topic == self.docs_topic else DOC_QUALITY
+        model: type[DocUpdate] | type[DocQuality] = DocUpdate if short == DOCS else DocQuality
+        decoded = []
+        for offset, value in records:
+            try:
+                decoded.append(decode(value, model, max_bytes=self.settings.max_event_bytes))
+            except InvalidEvent as exc:
+                self.metrics.bad_records.labels(short, exc.code).inc()
+                logger.warning("skipping %s@%d: %s", topic, offset, exc)
+        self.metrics.records.labels(short).inc(len(records))
+        if not decoded:
+            return
+        counts: ApplyCounts
+        if short == DOCS:
+            docs = [d for d in decoded if isinstance(d, DocUpdate)]
+            counts = await asyncio.to_thread(self.retriever.apply_docs, docs)
+            if self.on_docs_applied is not None:
+                self.on_docs_applied()
+        else:
+            rows = [d for d in decoded if isinstance(d, DocQuality)]
+            counts = self.retriever.apply_quality(rows)  # dict writes: microseconds
+        for reason in counts.reasons:
+            self.metrics.bad_records.labels(short, reason.split(":", 1)[0]).inc()
+        self.metrics.stale_records.labels(short).inc(counts.stale)
+
+    @staticmethod
+    async def _partitions(consumer: AIOKafkaConsumer, topic: str) -> set[int]:
+        deadline = time.monotonic() + 10
+        while True:
+            parts = consumer.partitions_for_topic(topic)
+            if parts or time.monotonic() > deadline:
+                return set(parts or ())
+            await consumer.topics()

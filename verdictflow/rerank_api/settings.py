@@ -1,0 +1,80 @@
+"""Settings of the ``/search`` service, read once at the entry point and passed in.
+
+The broker, topic prefix and other stream knobs stay in :mod:`verdictflow.streams.settings`;
+these are the API's own (env prefix ``VERDICTFLOW_API_``), plus the spec's blend weights under
+their spec names ``LNSP_W_COS`` and ``LNSP_W_QUALITY``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from verdictflow.rerank_api.blend import Weights
+from verdictflow.rerank_api.vector_index import IndexConfig
+
+Mode = Literal["dense", "lexical", "hybrid"]
+Weight = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+
+
+class ApiSettings(BaseSettings):
+    """All knobs of the retriever. Frozen: build a new one with ``model_copy(update=...)``."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="VERDICTFLOW_API_", frozen=True, extra="ignore", populate_by_name=True
+    )
+
+    host: str = "127.0.0.1"
+    port: Annotated[int, Field(ge=0, le=65535)] = 8080
+    #: ``topics``: follow ``docs`` and ``doc-quality``; ``artifacts``: load files at start-up.
+    source: Literal["topics", "artifacts"] = "topics"
+    npz: Path | None = None
+    quality: Path | None = None
+    index: Path | None = None
+    w_cos: Weight = Field(0.85, validation_alias=AliasChoices("LNSP_W_COS", "w_cos"))
+    w_quality: Weight = Field(0.15, validation_alias=AliasChoices("LNSP_W_QUALITY", "w_quality"))
+    mode: Mode = "dense"
+    embedder: Literal["hashing", "sentence-transformers"] = "hashing"
+    embed_model_dir: str | None = Field(
+        None, validation_alias=AliasChoices("LNSP_EMBED_MODEL_DIR", "embed_model_dir")
+    )
+    dim: Annotated[int, Field(ge=8, le=4096)] = 384
+    max_query_chars: Annotated[int, Field(ge=1, le=100_000)] = 2000
+    max_top_k: Annotated[int, Field(ge=1, le=1000)] = 100
+    #: Candidates fetched before blending: max(top_k * overfetch, min_candidates), capped.
+    overfetch: Annotated[int, Field(ge=1, le=100)] = 5
+    min_candidates: Annotated[int, Field(ge=1)] = 100
+    max_candidates: Annotated[int, Field(ge=1)] = 2000
+    hnsw_threshold: Annotated[int, Field(ge=1)] = 20_000
+    hnsw_m: Annotated[int, Field(ge=4, le=256)] = 32
+    ef_construction: Annotated[int, Field(ge=8)] = 80
+    ef_search: Annotated[int, Field(ge=8)] = 128
+    delta_min: Annotated[int, Field(ge=1)] = 1024
+    dead_ratio: Annotated[float, Field(gt=0, le=1)] = 0.2
+    #: Shortest interval between BM25 snapshot rebuilds when documents change.
+    lexical_refresh_seconds: Annotated[float, Field(gt=0)] = 1.0
+    #: Declare readiness anyway when the topics bring nothing for this long (end offsets lie).
+    ready_idle_seconds: Annotated[float, Field(gt=0)] = 3.0
+    search_threads: Annotated[int, Field(ge=1, le=64)] = 2
+    #: FAISS OpenMP threads; 1 avoids spin-waiting threads fighting requests for cores.
+    faiss_threads: Annotated[int, Field(ge=1, le=256)] = 1
+    latency_window: Annotated[int, Field(ge=100)] = 200_000
+
+    @property
+    def weights(self) -> Weights:
+        return Weights(self.w_cos, self.w_quality)
+
+    @property
+    def index_config(self) -> IndexConfig:
+        return IndexConfig(
+            dim=self.dim,
+            hnsw_threshold=self.hnsw_threshold,
+            hnsw_m=self.hnsw_m,
+            ef_construction=self.ef_construction,
+            ef_search=self.ef_search,
+            delta_min=self.delta_min,
+            dead_ratio=self.dead_ratio,
+        )
