@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from verdictflow.background import resolve_stats
+from verdictflow.evaluators import relevance
 from verdictflow.evaluators.answer_analysis import COMPONENTS, AnswerAnalyzer
 from verdictflow.evaluators.answer_verdicts import ScoringContext
 from verdictflow.evaluators.policy import Policy
@@ -31,4 +32,5 @@ def load_scoring(policy: Policy, idf_stats: str | Path | None = "default") -> Sc
         entity_anchors=policy.hallucination.entity_anchors,
         term_anchors=policy.hallucination.term_anchors,
     )
+    relevance.analyze("warm up")  # import scikit-learn now, not inside the first batch
     return Scoring(ctx, analyzer)

@@ -106,8 +106,8 @@ def build_evidence_index(doc: Any) -> EvidenceIndex:
         for t in sent:
             terms.add(t.lower_)
             terms.add(t.lemma_.lower())
-            if any(c.dep_ == "neg" for c in t.children):
-                negated.add(t.lemma_.lower())
+            if t.dep_ == "neg":  # the negated word is the head of the "neg" arc
+                negated.add(t.head.lemma_.lower())
         sentences.append(
             SentenceLemmas(sent.start_char, sent.end_char, frozenset(terms), frozenset(negated))
         )
