@@ -20,7 +20,6 @@ import argparse
 import asyncio
 import json
 import os
-import platform
 import socket
 import subprocess
 import sys
@@ -31,6 +30,9 @@ from pathlib import Path
 import faiss
 import httpx
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from answers_throughput import machine
 
 from verdictflow.evaluators.embedding import embed_texts
 from verdictflow.rerank_api.blend import Weights, blend, candidate_count
@@ -65,18 +67,6 @@ WORDS = tuple(
         "signal",
     ]
 )
-
-
-def machine() -> str:
-    cpu = "unknown cpu"
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    return (
-        f"{platform.node()} | {cpu} | {os.cpu_count()} cores | Python {platform.python_version()}"
-    )
 
 
 def queries(n: int, seed: int) -> list[str]:
