@@ -102,8 +102,8 @@ def batch_dup_counts(
         for r in range(stop - start):
             i = start + r
             labels = [int(x) for x in found[r] if x >= 0 and x != i]
-            cos = exact_cosines(unit[i], unit[labels]) if labels else []
-            counts[i] = count_duplicates(i, labels, list(cos), kdup, threshold)
+            cos = list(exact_cosines(unit[i], unit[labels])) if labels else []
+            counts[i] = count_duplicates(i, labels, cos, kdup, threshold)
         if progress is not None:
             progress(stop - start)
     return counts
@@ -141,7 +141,7 @@ class DuplicateIndex:
             self._label[doc_id] = label
             self._doc[label] = doc_id
         else:
-            self._index.remove_ids(np.array([label], dtype=np.int64))
+            self._index.remove_ids(np.array([label], dtype=np.int64))  # type: ignore[arg-type]
         self._index.add_with_ids(row, np.array([label], dtype=np.int64))
         self._vec[doc_id] = row[0]
 
@@ -149,7 +149,7 @@ class DuplicateIndex:
         label = self._label.pop(doc_id, None)
         if label is None:
             return False
-        self._index.remove_ids(np.array([label], dtype=np.int64))
+        self._index.remove_ids(np.array([label], dtype=np.int64))  # type: ignore[arg-type]
         del self._doc[label]
         del self._vec[doc_id]
         return True

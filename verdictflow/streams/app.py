@@ -69,7 +69,7 @@ def create_app(
     ``outbox_factory`` builds what agents send through from the topic objects; tests pass one
     that records instead of producing.
     """
-    from verdictflow.agents import answers, consistency
+    from verdictflow.agents import answers, consistency, doc_quality
 
     conf = faust_config(settings)
     Path(conf["datadir"]).mkdir(parents=True, exist_ok=True)
@@ -88,6 +88,7 @@ def create_app(
 
     answers.register(app, topics, new_outbox, ctx, settings)
     consistency.register(app, topics, new_outbox, ctx, settings)
+    doc_quality.register(app, topics, new_outbox, settings)  # issue 5: document quality
     logger.info(
         "app %s on %s, policy digest %s", settings.app_id, settings.broker, ctx.config_digest[:12]
     )
