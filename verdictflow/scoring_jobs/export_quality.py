@@ -22,7 +22,7 @@ from verdictflow.scoring_jobs.tail import tail
 from verdictflow.streams.settings import Settings
 from verdictflow.streams.topics import DOC_QUALITY
 
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # one line per message, paths unbroken
 
 
 def latest_rows(rows: list[DocQuality]) -> list[DocQuality]:

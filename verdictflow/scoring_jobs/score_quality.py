@@ -30,7 +30,7 @@ from verdictflow.exceptions import VerdictflowError
 from verdictflow.models.quality import DocQuality
 
 logger = logging.getLogger(__name__)
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # one line per message, paths unbroken
 
 
 class QualityInputError(VerdictflowError):
