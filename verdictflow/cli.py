@@ -405,6 +405,14 @@ def dev(
     )
 
 
+# Document quality (issue 5): the commands live in their modules; these lines only register them.
+from verdictflow.scoring_jobs.export_quality import export_quality  # noqa: E402
+from verdictflow.scoring_jobs.score_quality import score_quality  # noqa: E402
+
+app.command("score-quality")(score_quality)
+app.command("export-quality")(export_quality)
+
+
 def main() -> None:
     """Entry point: turn expected errors into one clear line and exit code 2."""
     try:

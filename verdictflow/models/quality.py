@@ -26,3 +26,12 @@ class DocQuality(BaseModel):
     features: QualityFeatures
     version: int
     ts: float | None = None
+    # Optional, added by the quality agents (issue 5); older readers ignore them.
+    #: The DocUpdate.version this row was computed from, when the producer gave one.
+    doc_version: int | None = None
+    #: True on the row that retires a deleted document (quality 0, features 0).
+    deleted: bool = False
+    #: DEFER-style reasons a signal is missing, e.g. ``cpesh_unavailable: ...``.
+    reasons: tuple[str, ...] = ()
+    #: sha256 of the quality configuration (weights, kdup, threshold, CPESH on/off).
+    config_digest: str | None = None

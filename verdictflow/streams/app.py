@@ -70,7 +70,7 @@ def create_app(
     ``outbox_factory`` builds what agents send through from the topic objects; tests pass one
     that records instead of producing.
     """
-    from verdictflow.agents import answers, consistency, summaries
+    from verdictflow.agents import answers, consistency, doc_quality, summaries
 
     conf = faust_config(settings)
     Path(conf["datadir"]).mkdir(parents=True, exist_ok=True)
@@ -92,6 +92,7 @@ def create_app(
     answers.register(app, topics, new_outbox, ctx, settings, scoring.analyzer)
     consistency.register(app, topics, new_outbox, ctx, settings)
     summaries.register(app, topics, new_outbox, ctx, settings)
+    doc_quality.register(app, topics, new_outbox, settings)
     logger.info(
         "app %s on %s, policy digest %s", settings.app_id, settings.broker, ctx.config_digest[:12]
     )

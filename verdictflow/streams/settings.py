@@ -70,3 +70,42 @@ def _is_loopback(hostport: str) -> bool:
         return ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+class QualitySettings(BaseSettings):
+    """Document-quality knobs (issue 5), env prefix ``VERDICTFLOW_QUALITY_``.
+
+    The weights, ``kdup``, the duplicate threshold and ``use_cpesh`` change scores: their
+    digest is recorded in every DocQuality row (``config_digest``).
+    """
+
+    model_config = SettingsConfigDict(
+        env_prefix="VERDICTFLOW_QUALITY_", frozen=True, extra="ignore"
+    )
+
+    w_text: Annotated[float, Field(ge=0)] = 0.4
+    w_graph: Annotated[float, Field(ge=0)] = 0.3
+    w_dup: Annotated[float, Field(ge=0)] = 0.2
+    w_cpesh: Annotated[float, Field(ge=0)] = 0.1
+    kdup: Annotated[int, Field(ge=1, le=1000)] = 5
+    dup_threshold: Annotated[float, Field(gt=0, le=1)] = 0.999
+    use_cpesh: bool = False
+    #: Dimension of document vectors; documents without one are embedded at this dimension.
+    dim: Annotated[int, Field(ge=8)] = 384
+    #: ``auto``: RocksDB (rocksdict) when importable, else memory; or any Faust store URL.
+    store: str = "auto"
+    #: How long an agent waits for its duplicate index to catch up with ``docs`` before it
+    #: scores with what it has (and logs a warning).
+    sync_timeout_seconds: Annotated[float, Field(gt=0)] = 30.0
+
+
+class CpeshSettings(BaseSettings):
+    """The local LLM endpoint for the CPESH margin; names from spec 004 (``LNSP_``)."""
+
+    model_config = SettingsConfigDict(env_prefix="LNSP_", frozen=True, extra="ignore")
+
+    llm_endpoint: str = "http://127.0.0.1:11434"
+    llm_model: str = "llama3.1:8b"
+    llm_timeout_seconds: Annotated[float, Field(gt=0)] = 20.0
+    llm_concurrency: Annotated[int, Field(ge=1, le=256)] = 4
+    llm_retries: Annotated[int, Field(ge=0, le=10)] = 2

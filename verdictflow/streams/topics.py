@@ -18,6 +18,8 @@ DEAD_LETTERS = "dead-letters"
 ALERTS = "alerts"
 #: Internal: answers that need collecting across events, re-keyed by request, plus close ticks.
 CONSISTENCY_GROUPS = "internal.consistency-groups"
+#: Internal: graph edges re-keyed to each endpoint, and duplicate re-score requests (issue 5).
+DOC_QUALITY_INTERNAL = "internal.doc-quality"
 
 
 def verdict_topic(kind: VerdictKind) -> str:
@@ -33,6 +35,7 @@ ALL_TOPICS = (
     DEAD_LETTERS,
     ALERTS,
     CONSISTENCY_GROUPS,
+    DOC_QUALITY_INTERNAL,
 )
 
 

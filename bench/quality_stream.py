@@ -1,0 +1,151 @@
+"""Document-quality stream: docs/s per worker and arrival -> DocQuality latency (p50/p99).
+
+On a fresh embedded broker: N documents without vectors (embedded by the worker's index
+reader; 5 % exact duplicate texts) are pre-produced; one verdictflow worker scores them.
+Throughput = rows / (last - first row timestamp), start-up excluded. Then, with the worker
+idle, M documents are produced one at a time (20/s) and the latency from the produce
+timestamp to the DocQuality row's timestamp is measured. Reference in the same run, same
+broker: a raw aiokafka loop (consume docs, decode, produce one record each, batched), for
+throughput, and the produce -> consume round trip of one record, for latency.
+
+    python bench/quality_stream.py [--n 5000] [--m 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from answers_throughput import fresh_settings, machine, output_span, run_process
+
+from verdictflow.samples.doc_corpus import WORDS
+from verdictflow.scoring_jobs.replay import make_producer, replay
+from verdictflow.streams.admin import ensure_topics
+from verdictflow.streams.broker import EmbeddedBroker
+from verdictflow.streams.settings import Settings
+
+
+def docs(n: int, tag: str) -> list[bytes]:
+    out = []
+    for i in range(n):
+        words = " ".join(WORDS[(i * 7 + j * 3) % len(WORDS)] for j in range(8 + i % 40))
+        text = words if i % 20 else f"duplicate text number {i % 7} " * 5
+        out.append(orjson.dumps({"doc_id": f"{tag}{i}", "text": text}))
+    return out
+
+
+async def raw_loop(s: Settings, n: int) -> None:
+    src, dst = f"{s.topic_prefix}docs", f"{s.topic_prefix}alerts"
+    consumer = AIOKafkaConsumer(src, bootstrap_servers=s.bootstrap_servers, group_id=s.app_id,
+                                auto_offset_reset="earliest", enable_auto_commit=False)  # fmt: skip
+    producer = AIOKafkaProducer(bootstrap_servers=s.bootstrap_servers, linger_ms=5)
+    await consumer.start()
+    await producer.start()
+    seen = 0
+    try:
+        while seen < n:
+            batches = await consumer.getmany(timeout_ms=1000, max_records=2000)
+            futures = []
+            for msgs in batches.values():
+                for m in msgs:
+                    doc = orjson.loads(m.value)
+                    row = orjson.dumps({"doc_id": doc["doc_id"], "quality": 0.5})
+                    futures.append(await producer.send(dst, key=m.key, value=row))
+                    seen += 1
+            await asyncio.gather(*futures)
+            await consumer.commit()
+    finally:
+        await producer.stop()
+        await consumer.stop()
+
+
+async def latencies(s: Settings, lines: list[bytes], out_topic: str) -> list[float]:
+    """ms from each record's produce timestamp to its output row's timestamp."""
+    topic = f"{s.topic_prefix}{out_topic}"
+    consumer = AIOKafkaConsumer(bootstrap_servers=s.bootstrap_servers, group_id=None)
+    await consumer.start()
+    parts = [TopicPartition(topic, p) for p in range(s.partitions)]
+    consumer.assign(parts)
+    await consumer.seek_to_end(*parts)
+    producer = make_producer(s)
+    await producer.start()
+    sent: dict[str, float] = {}
+    got: dict[str, float] = {}
+    keys = {orjson.loads(line)["doc_id"] for line in lines}
+
+    async def read() -> None:
+        while len(got) < len(lines):
+            for msgs in (await consumer.getmany(timeout_ms=200)).values():
+                for m in msgs:
+                    key = m.key.decode()
+                    if key in keys and key not in got:
+                        got[key] = m.timestamp
+
+    reader = asyncio.ensure_future(read())
+    for line in lines:
+        key = orjson.loads(line)["doc_id"]
+        meta = await (await producer.send(f"{s.topic_prefix}docs", value=line, key=key.encode()))
+        sent[key] = meta.timestamp
+        await asyncio.sleep(0.05)
+    await asyncio.wait_for(reader, 120)
+    await producer.stop()
+    await consumer.stop()
+    return [got[k] - sent[k] for k in sent]
+
+
+def pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=5000)
+    ap.add_argument("--m", type=int, default=200)
+    args = ap.parse_args()
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
+    print(f"machine: {machine()}")
+    tmp = Path(tempfile.mkdtemp(prefix="vf-qbench-"))
+    with EmbeddedBroker(log_path=tmp / "tansu.log") as broker:
+        ref = fresh_settings(broker.url, tmp, "embedded", 4)
+        asyncio.run(ensure_topics(ref))
+        asyncio.run(replay(docs(args.n, "r"), "docs", ref))
+        asyncio.run(raw_loop(ref, args.n))
+        count, span = asyncio.run(output_span(ref, [ref.topic_prefix + "alerts"], args.n, 120))
+        raw_rate = count / span
+        raw_lat = asyncio.run(latencies(ref, docs(args.m, "rl"), "docs"))
+    with EmbeddedBroker(log_path=tmp / "tansu2.log") as broker:
+        s = fresh_settings(broker.url, tmp, "embedded", 4)
+        asyncio.run(ensure_topics(s))
+        asyncio.run(replay(docs(args.n, "d"), "docs", s))
+        cmd = [sys.executable, "-m", "verdictflow", "worker", "--log-level", "warning"]
+        proc = run_process(cmd, s, tmp / "worker.log")
+        try:
+            count, span = asyncio.run(output_span(s, [s.topic_prefix + "doc-quality"], args.n, 900))
+            rate = count / span
+            print(f"worker: {rate:,.0f} docs/s ({count} rows in {span:.2f} s)", flush=True)
+            time.sleep(3)
+            lat = asyncio.run(latencies(s, docs(args.m, "l"), "doc-quality"))
+        finally:
+            proc.terminate()
+            proc.wait(30)
+    print(f"throughput, {args.n} docs (no vectors: embedded by the worker), 4 partitions:")
+    print(f"  verdictflow worker   {rate:8,.0f} docs/s  ({count} rows in {span:.2f} s)")
+    print(f"  raw aiokafka loop    {raw_rate:8,.0f} docs/s  ratio worker/raw {rate / raw_rate:.3f}")
+    print(f"latency, {args.m} docs produced one at a time at 20/s (ms, produce -> row timestamp):")
+    print(f"  verdictflow worker   p50 {pct(lat, 0.5):6.1f}  p99 {pct(lat, 0.99):6.1f}")
+    print(f"  raw round trip       p50 {pct(raw_lat, 0.5):6.1f}  p99 {pct(raw_lat, 0.99):6.1f}")
+    ratio = statistics.median(lat) / max(1.0, statistics.median(raw_lat))
+    print(f"  p50 ratio worker/raw {ratio:.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,189 @@
+"""Document-quality agents (spec 004 IQS on the stream): docs, edges, and re-scores.
+
+- ``vf-docs`` (topic ``docs``, key doc_id): text health and optional CPESH margin of each
+  upsert, the duplicate count from this worker's global index, a DocQuality row when the
+  quality moved, and a re-score request to every document whose duplicate set it entered or
+  left. Deletes retire the document and re-score its former duplicates.
+- ``vf-doc-edges`` (topic ``doc-edges``, key src): re-keys each edge to both endpoints on the
+  internal topic, so every document's degree is kept in the partition that owns it.
+- ``vf-doc-quality`` (internal topic, key doc_id): applies edge tokens and re-score requests.
+
+All three write one changelog-backed table keyed by doc_id; the docs topic and the internal
+topic are co-partitioned (same key, same partition count), so one worker owns a document's
+entry, its docs records and its internal messages. Results are delivered before a batch is
+acked (``outbox.drain``); a failure that is not the input's fault stops the worker without a
+commit (see :mod:`verdictflow.streams.fatal`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import faust
+import orjson
+
+from verdictflow.agents import doc_quality_state as state
+from verdictflow.agents.doc_quality_index import DocIndexReader
+from verdictflow.cpesh import CpeshClient
+from verdictflow.evaluators.doc_quality import QualityConfig
+from verdictflow.exceptions import InvalidEvent
+from verdictflow.models.codec import decode, encode
+from verdictflow.models.events import DocUpdate, EdgeEvent
+from verdictflow.streams.fatal import stop_without_commit
+from verdictflow.streams.outbox import Outbox
+from verdictflow.streams.records import Record, dead_letter
+from verdictflow.streams.settings import CpeshSettings, QualitySettings, Settings
+from verdictflow.streams.topics import DEAD_LETTERS, DOC_QUALITY, DOC_QUALITY_INTERNAL
+
+logger = logging.getLogger(__name__)
+TABLE = "doc-quality-features"
+
+
+def quality_config(q: QualitySettings) -> QualityConfig:
+    return QualityConfig(
+        q.w_text, q.w_graph, q.w_dup, q.w_cpesh, q.kdup, q.dup_threshold, q.use_cpesh
+    )
+
+
+def table_store(q: QualitySettings) -> str:
+    """RocksDB (rocksdict) where importable, else memory, unless a store URL is given."""
+    if q.store != "auto":
+        return q.store
+    try:
+        import rocksdict  # noqa: F401
+    except ImportError:
+        return "memory://"
+    return "rocksdb://"
+
+
+class DocQualityProcessor:
+    """The agents' logic over a table-like mapping, an index reader and an outbox."""
+
+    def __init__(
+        self,
+        table: Any,
+        reader: DocIndexReader,
+        cfg: QualityConfig,
+        settings: Settings,
+        cpesh: CpeshClient | None,
+    ) -> None:
+        self.table = table
+        self.reader = reader
+        self.cfg = cfg
+        self.settings = settings
+        self.cpesh = cpesh
+
+    def _rescore_dups(self, entry: state.Entry, doc_id: str) -> state.Entry:
+        index = self.reader.index
+        return state.set_dups(entry, index.dup_count(doc_id), index.dup_set(doc_id))
+
+    def _store(self, doc_id: str, old: state.Entry | None, entry: state.Entry) -> None:
+        if old != entry:  # a replayed input changes nothing, and writes nothing
+            self.table[doc_id] = entry
+
+    async def on_doc(self, record: Record, outbox: Outbox) -> None:
+        try:
+            update = decode(record.value, DocUpdate, max_bytes=self.settings.max_event_bytes)
+            problem = state.vector_problem(update, self.reader.index.dim)
+            if problem:
+                raise InvalidEvent("schema", problem)
+        except InvalidEvent as exc:
+            await outbox.send(DEAD_LETTERS, record.topic, encode(dead_letter(record, exc)))
+            return
+        margin: float | None = 0.0
+        reason = None
+        if self.cpesh is not None and update.op == "upsert":  # before touching the table
+            margin, reason = await self.cpesh.margin(update.text)
+        doc_id = update.doc_id
+        old = self.table.get(doc_id)
+        entry, old_dups = state.apply_doc(state.copy_entry(old), update, margin, reason)
+        if update.op == "upsert":
+            entry = self._rescore_dups(entry, doc_id)
+        row = state.take_row(entry, doc_id, self.cfg, record.timestamp)
+        self._store(doc_id, old, entry)
+        if row is not None:
+            await outbox.send(DOC_QUALITY, doc_id, encode(row))
+        for other in sorted(set(old_dups) | set(entry["dup_ids"])):
+            await outbox.send(DOC_QUALITY_INTERNAL, other, state.rescore_message(other))
+
+    async def on_edge(self, record: Record, outbox: Outbox) -> None:
+        try:
+            edge = decode(record.value, EdgeEvent, max_bytes=self.settings.max_event_bytes)
+        except InvalidEvent as exc:
+            await outbox.send(DEAD_LETTERS, record.topic, encode(dead_letter(record, exc)))
+            return
+        for key, message in state.edge_messages(edge.src, edge.dst, edge.op):
+            await outbox.send(DOC_QUALITY_INTERNAL, key, message)
+
+    async def on_internal(self, record: Record, outbox: Outbox) -> None:
+        """Internal messages are ours: one that does not parse is logged and skipped."""
+        try:
+            msg = orjson.loads(record.value or b"")
+            doc_id = str(msg["node"])
+            kind = msg["t"]
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            logger.error("unusable internal message at %s skipped", record.where)
+            return
+        old = self.table.get(doc_id)
+        entry = state.copy_entry(old)
+        if kind == "edge":
+            entry = state.apply_edge(entry, str(msg["e"]), str(msg["op"]))
+        elif entry["doc"] is not None:
+            entry = self._rescore_dups(entry, doc_id)
+        row = state.take_row(entry, doc_id, self.cfg, record.timestamp)
+        self._store(doc_id, old, entry)
+        if row is not None:
+            await outbox.send(DOC_QUALITY, doc_id, encode(row))
+
+
+def register(
+    app: faust.App,
+    topics: Mapping[str, Any],
+    new_outbox: Callable[[], Outbox],
+    settings: Settings,
+    quality: QualitySettings | None = None,
+    cpesh_settings: CpeshSettings | None = None,
+) -> DocQualityProcessor:
+    """Declare the features table, the index reader and the three agents on ``app``."""
+    quality = quality or QualitySettings()
+    table = app.Table(
+        TABLE,
+        key_type=str,
+        partitions=settings.partitions,
+        use_partitioner=True,
+        store=table_store(quality),
+    )
+    reader = DocIndexReader(settings, quality)
+    app.add_dependency(reader)
+    cpesh = CpeshClient(cpesh_settings or CpeshSettings()) if quality.use_cpesh else None
+    if cpesh is not None:
+
+        @app.task  # type: ignore[untyped-decorator]
+        async def open_cpesh_client() -> None:
+            await cpesh.__aenter__()
+
+    proc = DocQualityProcessor(table, reader, quality_config(quality), settings, cpesh)
+
+    def batch_agent(topic: str, name: str, handle: Any, needs_sync: bool) -> None:
+        outbox = new_outbox()
+
+        @app.agent(topics[topic], name=name)
+        async def agent(stream: Any) -> None:
+            async for batch in stream.take_events(
+                settings.batch_size, settings.batch_window_seconds
+            ):
+                try:
+                    if needs_sync:
+                        await reader.sync()
+                    for event in batch:
+                        await handle(Record.from_faust(event.message), outbox)
+                    await outbox.drain()  # delivered before take_events acks the batch
+                except Exception as exc:  # table, index or producer failure: see streams.fatal
+                    stop_without_commit(name, exc)
+
+    batch_agent("docs", "vf-docs", proc.on_doc, True)
+    batch_agent("doc-edges", "vf-doc-edges", proc.on_edge, False)
+    batch_agent(DOC_QUALITY_INTERNAL, "vf-doc-quality", proc.on_internal, True)
+    return proc

@@ -1,0 +1,138 @@
+"""Every worker's global view of document vectors: ``docs`` read outside the consumer group.
+
+Near-duplicates need all documents, not only the partitions a worker owns, so each worker
+runs this reader: a plain aiokafka consumer with no group, assigned every partition of
+``docs`` from the beginning, applying upserts and deletes to a
+:class:`~verdictflow.evaluators.dup_index.DuplicateIndex`. Documents without a vector are
+embedded with the project's default embedder (one batch per fetch).
+
+Why :meth:`DocIndexReader.sync`: before an agent scores a batch, it waits until the reader has
+applied everything that was on ``docs`` at that moment (the end offsets, fetched now). For two
+duplicates X and Y produced to different partitions and scored by different workers, whichever
+owner takes its end-offset snapshot later sees the other one in its index and sends it a
+re-score request, so neither can miss the other however the workers interleave.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import Any
+
+import numpy as np
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from mode import Service
+
+from verdictflow.agents.doc_quality_state import vector_problem
+from verdictflow.evaluators.dup_index import DuplicateIndex, VectorError, unit_rows
+from verdictflow.evaluators.embedding import embed_texts
+from verdictflow.exceptions import InvalidEvent
+from verdictflow.models.codec import decode
+from verdictflow.models.events import DocUpdate
+from verdictflow.streams.settings import QualitySettings, Settings
+from verdictflow.streams.topics import DOCS, full_name
+
+logger = logging.getLogger(__name__)
+
+
+class DocIndexReader(Service):
+    """Follows ``docs`` from the beginning into a duplicate index; started with the app."""
+
+    def __init__(self, settings: Settings, quality: QualitySettings, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._settings = settings
+        self._dim = quality.dim
+        self._sync_timeout = quality.sync_timeout_seconds
+        self.index = DuplicateIndex(quality.dim, quality.kdup, quality.dup_threshold)
+        self._topic = full_name(DOCS, settings.topic_prefix)
+        self._consumer: AIOKafkaConsumer | None = None
+        self._partitions: list[TopicPartition] = []
+        self._positions: dict[TopicPartition, int] = {}
+        self._progress = asyncio.Event()
+        self._ready = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.applied = 0
+
+    async def on_start(self) -> None:
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=self._settings.bootstrap_servers,
+            group_id=None,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            max_partition_fetch_bytes=8 * 1024 * 1024,
+        )
+        await consumer.start()
+        deadline = time.monotonic() + 30
+        parts = consumer.partitions_for_topic(self._topic)
+        while not parts and time.monotonic() < deadline:
+            await consumer.topics()
+            await asyncio.sleep(0.2)
+            parts = consumer.partitions_for_topic(self._topic)
+        self._partitions = [TopicPartition(self._topic, p) for p in sorted(parts or ())]
+        consumer.assign(self._partitions)
+        await consumer.seek_to_beginning(*self._partitions)
+        begin = await consumer.beginning_offsets(self._partitions)
+        self._positions = {tp: begin[tp] for tp in self._partitions}
+        self._consumer = consumer
+        self._task = asyncio.ensure_future(self._run())
+        self._ready.set()
+        logger.info("duplicate index reader on %s (%d partitions)", self._topic, len(parts or ()))
+
+    async def on_stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+        if self._consumer is not None:
+            await self._consumer.stop()
+            self._consumer = None
+
+    async def _run(self) -> None:
+        assert self._consumer is not None
+        while True:
+            batches = await self._consumer.getmany(timeout_ms=200, max_records=2000)
+            for tp, messages in batches.items():
+                self.apply([m.value for m in messages])
+                self._positions[tp] = messages[-1].offset + 1
+            if batches:
+                self._progress.set()
+
+    def apply(self, values: list[bytes | None]) -> None:
+        """Apply records in order; one that the docs agent would dead-letter is skipped."""
+        updates: list[DocUpdate] = []
+        for value in values:
+            try:
+                update = decode(value, DocUpdate, max_bytes=self._settings.max_event_bytes)
+            except InvalidEvent:
+                continue
+            if vector_problem(update, self._dim) is None:
+                updates.append(update)
+        texts = [u.text for u in updates if u.op == "upsert" and u.vector is None]
+        embedded = iter(embed_texts(texts, self._dim) if texts else np.zeros((0, self._dim)))
+        for u in updates:
+            if u.op == "delete":
+                self.index.remove(u.doc_id)
+                continue
+            raw = next(embedded) if u.vector is None else u.vector
+            try:
+                self.index.upsert(u.doc_id, unit_rows(raw, self._dim)[0])
+            except VectorError:  # pragma: no cover - excluded by vector_problem above
+                continue
+        self.applied += len(updates)
+
+    async def sync(self) -> bool:
+        """Wait until every record now on ``docs`` is applied; False after the timeout (the
+        caller then scores with what it has, and a later re-score corrects it)."""
+        await asyncio.wait_for(self._ready.wait(), self._sync_timeout)
+        assert self._consumer is not None
+        ends = await self._consumer.end_offsets(self._partitions)
+        deadline = time.monotonic() + self._sync_timeout
+        while any(self._positions[tp] < end for tp, end in ends.items()):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                logger.warning("duplicate index still behind docs after %.0f s", self._sync_timeout)
+                return False
+            self._progress.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._progress.wait(), min(left, 0.5))
+        return True
