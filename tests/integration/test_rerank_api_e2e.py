@@ -163,13 +163,16 @@ async def test_ready_is_reported_only_once_caught_up(settings_factory) -> None:
         client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t")
 
         async def ready() -> bool:
-            search = await client.post("/search", json={"q": "doc 7"})
+            # /healthz first: readiness only ever goes from false to true, so a search after a
+            # ready health check must be served (the reverse order races with catching up).
             health = await client.get("/healthz")
+            search = await client.post("/search", json={"q": "doc 7"})
             body = health.json()
             samples.append((search.status_code, body["ready"], body["index_size"]))
+            assert health.status_code == (200 if body["ready"] else 503)
             if search.status_code == 503:
                 assert search.json()["error"] == "not_ready"
-                assert health.status_code == 503
+                assert not body["ready"]
             return bool(body["ready"])
 
         await wait_for(ready, timeout=30, interval=0.0)
