@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
@@ -88,10 +89,21 @@ async def output_span(
     return n, ((last or 0) - (first or 0)) / 1000.0
 
 
-async def raw_loop(settings: Settings, n: int) -> None:
-    """Consume-decode-encode-produce with plain aiokafka, batched as aiokafka likes it."""
-    src = f"{settings.topic_prefix}answers"
-    dst = f"{settings.topic_prefix}verdicts.groundedness"
+def reencode(value: bytes) -> bytes:
+    return orjson.dumps(orjson.loads(value))
+
+
+async def raw_loop(
+    settings: Settings,
+    n: int,
+    src_topic: str = "answers",
+    dst_topic: str = "verdicts.groundedness",
+    transform: Callable[[bytes], bytes] = reencode,
+) -> None:
+    """Consume-decode-encode-produce with plain aiokafka, batched as aiokafka likes it: the
+    transport's ceiling, the reference the benchmarks compare a worker with."""
+    src = f"{settings.topic_prefix}{src_topic}"
+    dst = f"{settings.topic_prefix}{dst_topic}"
     consumer = AIOKafkaConsumer(
         src,
         bootstrap_servers=settings.bootstrap_servers,
@@ -109,8 +121,7 @@ async def raw_loop(settings: Settings, n: int) -> None:
             futures = []
             for msgs in batches.values():
                 for m in msgs:
-                    value = orjson.dumps(orjson.loads(m.value))
-                    futures.append(await producer.send(dst, key=m.key, value=value))
+                    futures.append(await producer.send(dst, key=m.key, value=transform(m.value)))
                     seen += 1
             if futures:
                 await asyncio.gather(*futures)

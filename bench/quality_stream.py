@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 
 import orjson
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from answers_throughput import fresh_settings, machine, output_span, run_process
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from answers_throughput import fresh_settings, machine, output_span, raw_loop, run_process
 
 from verdictflow.samples.doc_corpus import WORDS
 from verdictflow.scoring_jobs.replay import make_producer, replay
@@ -42,29 +42,9 @@ def docs(n: int, tag: str) -> list[bytes]:
     return out
 
 
-async def raw_loop(s: Settings, n: int) -> None:
-    src, dst = f"{s.topic_prefix}docs", f"{s.topic_prefix}alerts"
-    consumer = AIOKafkaConsumer(src, bootstrap_servers=s.bootstrap_servers, group_id=s.app_id,
-                                auto_offset_reset="earliest", enable_auto_commit=False)  # fmt: skip
-    producer = AIOKafkaProducer(bootstrap_servers=s.bootstrap_servers, linger_ms=5)
-    await consumer.start()
-    await producer.start()
-    seen = 0
-    try:
-        while seen < n:
-            batches = await consumer.getmany(timeout_ms=1000, max_records=2000)
-            futures = []
-            for msgs in batches.values():
-                for m in msgs:
-                    doc = orjson.loads(m.value)
-                    row = orjson.dumps({"doc_id": doc["doc_id"], "quality": 0.5})
-                    futures.append(await producer.send(dst, key=m.key, value=row))
-                    seen += 1
-            await asyncio.gather(*futures)
-            await consumer.commit()
-    finally:
-        await producer.stop()
-        await consumer.stop()
+def quality_row(value: bytes) -> bytes:
+    """The reference's stand-in for scoring: one small row per document."""
+    return orjson.dumps({"doc_id": orjson.loads(value)["doc_id"], "quality": 0.5})
 
 
 async def latencies(s: Settings, lines: list[bytes], out_topic: str) -> list[float]:
@@ -118,7 +98,7 @@ def main() -> None:
         ref = fresh_settings(broker.url, tmp, "embedded", 4)
         asyncio.run(ensure_topics(ref))
         asyncio.run(replay(docs(args.n, "r"), "docs", ref))
-        asyncio.run(raw_loop(ref, args.n))
+        asyncio.run(raw_loop(ref, args.n, "docs", "alerts", quality_row))
         count, span = asyncio.run(output_span(ref, [ref.topic_prefix + "alerts"], args.n, 120))
         raw_rate = count / span
         raw_lat = asyncio.run(latencies(ref, docs(args.m, "rl"), "docs"))

@@ -32,6 +32,7 @@ from verdictflow.exceptions import InvalidEvent
 from verdictflow.models.codec import decode
 from verdictflow.models.events import DocUpdate
 from verdictflow.streams.settings import QualitySettings, Settings
+from verdictflow.streams.topic_reader import assign_all
 from verdictflow.streams.topics import DOCS, full_name
 
 logger = logging.getLogger(__name__)
@@ -64,21 +65,16 @@ class DocIndexReader(Service):
             max_partition_fetch_bytes=8 * 1024 * 1024,
         )
         await consumer.start()
-        deadline = time.monotonic() + 30
-        parts = consumer.partitions_for_topic(self._topic)
-        while not parts and time.monotonic() < deadline:
-            await consumer.topics()
-            await asyncio.sleep(0.2)
-            parts = consumer.partitions_for_topic(self._topic)
-        self._partitions = [TopicPartition(self._topic, p) for p in sorted(parts or ())]
-        consumer.assign(self._partitions)
+        self._partitions = await assign_all(consumer, [self._topic], wait_seconds=30)
         await consumer.seek_to_beginning(*self._partitions)
         begin = await consumer.beginning_offsets(self._partitions)
         self._positions = {tp: begin[tp] for tp in self._partitions}
         self._consumer = consumer
         self._task = asyncio.ensure_future(self._run())
         self._ready.set()
-        logger.info("duplicate index reader on %s (%d partitions)", self._topic, len(parts or ()))
+        logger.info(
+            "duplicate index reader on %s (%d partitions)", self._topic, len(self._partitions)
+        )
 
     async def on_stop(self) -> None:
         if self._task is not None:

@@ -60,7 +60,7 @@ class AnswerAnalyzer:
 
     def _indexes(self, texts: Sequence[str]) -> dict[str, EvidenceIndex]:
         found: dict[str, EvidenceIndex] = {}
-        missing: list[str] = []
+        missing: dict[str, None] = {}  # insertion-ordered set: parse order stays input order
         for text in texts:
             if text in found:
                 continue
@@ -68,8 +68,8 @@ class AnswerAnalyzer:
             if cached is not None:
                 self._cache.move_to_end(text)
                 found[text] = cached
-            elif text not in missing:
-                missing.append(text)
+            else:
+                missing[text] = None
         for text, doc in zip(
             missing, self.nlp.pipe(missing, batch_size=self.batch_size), strict=True
         ):

@@ -28,10 +28,10 @@ def score_relevance(event: AnswerEvent, ctx: ScoringContext) -> Verdict:
     """Relevance of the answer to the query; DEFER without a query or an answer."""
     tok = ctx.tokenizer
     threshold = ctx.policy.relevance.threshold
+    answer_tokens = tok.tokens(event.answer)
     result = relevance_mod.relevance(
-        event.query, event.answer, tok.tokens(event.query), tok.tokens(event.answer),
-        ctx.background,
-    )  # fmt: skip
+        event.query, event.answer, tok.tokens(event.query), answer_tokens, ctx.background
+    )
     evidence: dict[str, Any] = {
         "cosine": result.cosine,
         "jaccard": result.jaccard,
@@ -41,7 +41,7 @@ def score_relevance(event: AnswerEvent, ctx: ScoringContext) -> Verdict:
     }
     if not event.query.strip():
         decision = defer(ReasonCode.NO_QUERY, "the event has no query to be relevant to")
-    elif not tok.tokens(event.answer):
+    elif not answer_tokens:
         decision = defer(ReasonCode.EMPTY_ANSWER, "the answer has no tokens")
     else:
         decision = gate(result.score, threshold)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,7 +78,7 @@ def content_words(doc: Any) -> list[str]:
     return [t.lower_ for t in doc if not (t.is_punct or t.is_space or t.is_stop)]
 
 
-def bigrams(words: list[str]) -> frozenset[tuple[str, str]]:
+def bigrams(words: Sequence[str]) -> frozenset[tuple[str, str]]:
     return frozenset(itertools.pairwise(words))
 
 

@@ -16,13 +16,12 @@ penalty is ``drift_penalty`` (spec: 0.2 below 0.2).
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from verdictflow.evaluators.anchors import Anchor, HedgedClaim
-from verdictflow.evaluators.evidence_index import EvidenceIndex, Span
+from verdictflow.evaluators.anchors import LIGHT_VERBS, Anchor, HedgedClaim
+from verdictflow.evaluators.evidence_index import EvidenceIndex, Span, bigrams
 
 Support = Literal["supported", "partial", "unsupported"]
 SUPPORT_WEIGHT: dict[Support, float] = {"supported": 1.0, "partial": 0.5, "unsupported": 0.0}
@@ -109,7 +108,7 @@ def _find_entity(anchor: Anchor, index: EvidenceIndex) -> Span | None:
 def _find_claim(anchor: Anchor, index: EvidenceIndex) -> tuple[Support, Span | None]:
     claim = anchor.claim
     assert claim is not None
-    light = claim.verb in ("be", "have", "do")
+    light = claim.verb in LIGHT_VERBS
     best: tuple[Support, Span | None] = ("unsupported", None)
     for sentence in index.sentences:
         terms = sentence.terms
@@ -132,6 +131,15 @@ def _find_term(anchor: Anchor, index: EvidenceIndex) -> Span | None:
     return None
 
 
+_FINDERS = {
+    "number": _find_number,
+    "date": _find_date,
+    "time": _find_time,
+    "entity": _find_entity,
+    "term": _find_term,
+}
+
+
 def check_anchor(anchor: Anchor, contexts: Sequence[EvidenceIndex]) -> AnchorCheck:
     """The first context (in order) that supports ``anchor``, else the best partial one."""
     partial: AnchorCheck | None = None
@@ -143,13 +151,7 @@ def check_anchor(anchor: Anchor, contexts: Sequence[EvidenceIndex]) -> AnchorChe
             if support == "partial" and partial is None:
                 partial = AnchorCheck(anchor, support, i, span)
             continue
-        finder = {
-            "number": _find_number,
-            "date": _find_date,
-            "time": _find_time,
-            "entity": _find_entity,
-            "term": _find_term,
-        }[anchor.kind]
+        finder = _FINDERS[anchor.kind]
         found = finder(anchor, index)
         if found is not None:
             return AnchorCheck(anchor, "supported", i, found)
@@ -166,7 +168,7 @@ def drift_overlap(answer_words: Sequence[str], contexts: Sequence[EvidenceIndex]
         return 1.0
     context_unigrams = frozenset().union(*(c.content_unigrams for c in contexts))
     shares = [len(unigrams & context_unigrams) / len(unigrams)]
-    answer_bigrams = set(itertools.pairwise(answer_words))
+    answer_bigrams = bigrams(answer_words)
     if answer_bigrams:
         context_bigrams = frozenset().union(*(c.content_bigrams for c in contexts))
         shares.append(len(answer_bigrams & context_bigrams) / len(answer_bigrams))

@@ -30,6 +30,7 @@ from verdictflow.rerank_api.metrics import ApiMetrics
 from verdictflow.rerank_api.retriever import ApplyCounts, Retriever
 from verdictflow.streams.admin import ensure_topics
 from verdictflow.streams.settings import Settings
+from verdictflow.streams.topic_reader import assign_all
 from verdictflow.streams.topics import DOC_QUALITY, DOCS, full_name
 
 logger = logging.getLogger(__name__)
@@ -71,11 +72,7 @@ class TopicFollower:
         )
         await consumer.start()
         self._consumer = consumer
-        tps: list[TopicPartition] = []
-        for topic in (self.docs_topic, self.quality_topic):
-            parts = await self._partitions(consumer, topic)
-            tps.extend(TopicPartition(topic, p) for p in sorted(parts))
-        consumer.assign(tps)
+        tps = await assign_all(consumer, (self.docs_topic, self.quality_topic), wait_seconds=10)
         await consumer.seek_to_beginning(*tps)
         self._targets = dict(await consumer.end_offsets(tps))
         beginnings = await consumer.beginning_offsets(tps)
@@ -160,12 +157,3 @@ class TopicFollower:
         for reason in counts.reasons:
             self.metrics.bad_records.labels(short, reason.split(":", 1)[0]).inc()
         self.metrics.stale_records.labels(short).inc(counts.stale)
-
-    @staticmethod
-    async def _partitions(consumer: AIOKafkaConsumer, topic: str) -> set[int]:
-        deadline = time.monotonic() + 10
-        while True:
-            parts = consumer.partitions_for_topic(topic)
-            if parts or time.monotonic() > deadline:
-                return set(parts or ())
-            await consumer.topics()

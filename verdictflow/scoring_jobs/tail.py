@@ -9,10 +9,11 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import AIOKafkaConsumer
 
 from verdictflow.streams.admin import ensure_topics
 from verdictflow.streams.settings import Settings
+from verdictflow.streams.topic_reader import assign_all
 from verdictflow.streams.topics import full_name
 
 
@@ -37,11 +38,7 @@ async def tail(
     )
     await consumer.start()
     try:
-        partitions = []
-        for name in names:
-            for p in sorted(await _partitions_for(consumer, name)):
-                partitions.append(TopicPartition(name, p))
-        consumer.assign(partitions)
+        partitions = await assign_all(consumer, names, wait_seconds=5)
         if from_beginning:
             await consumer.seek_to_beginning(*partitions)
         else:
@@ -64,13 +61,3 @@ async def tail(
                 return
     finally:
         await consumer.stop()
-
-
-async def _partitions_for(consumer: AIOKafkaConsumer, topic: str) -> set[int]:
-    """Partitions of ``topic``, waiting briefly for its metadata to arrive."""
-    deadline = time.monotonic() + 5
-    while True:
-        parts = consumer.partitions_for_topic(topic)
-        if parts or time.monotonic() > deadline:
-            return set(parts or ())
-        await consumer.topics()  # refreshes cluster metadata
