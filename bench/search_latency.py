@@ -11,7 +11,7 @@
 5. Server-side percentiles come from the app's own timing (middleware + stage timers, exact
    samples at ``GET /stats/latency``): whole request, embed, index search, blend.
 
-    python bench/search_latency.py [--n 100000] [--rate 200] [--duration 20]
+    python bench/search_latency.py [--n 100000] [--rate 200] [--duration 20] [--variants]
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import faiss
 import httpx
@@ -195,50 +196,70 @@ def main(args: argparse.Namespace) -> None:
             blend_t.append(time.perf_counter() - t)
         del index
 
-        port = _free_port()
-        url = f"http://127.0.0.1:{port}"
-        cmd = [sys.executable, "-m", "verdictflow", "api", "--port", str(port), "--log-level",
-               "warning", "--npz", str(tmpdir / "v.npz"), "--quality", str(tmpdir / "q.npz"),
-               "--index", str(tmpdir / "v.index")]  # fmt: skip
-        server = subprocess.Popen(cmd)
-        try:
-            _wait_ready(url, server)
-            with httpx.Client(base_url=url) as c:  # warm-up, then clear the server's samples
-                for q in qs[:200]:
-                    c.post("/search", json={"q": q, "top_k": 10})
-                c.get("/stats/latency", params={"reset": "true"})
-            open_loop = run_load(url, "open", args)
-            server_stats = httpx.get(f"{url}/stats/latency", params={"reset": "true"}).json()
-            closed = run_load(url, "closed", args)
-        finally:
-            server.terminate()
-            server.wait(30)
+        variants = [("service defaults", {})]
+        if args.variants:
+            variants = [
+                ("CPython defaults (GIL switch 5 ms, no gc.freeze)",
+                 {"VERDICTFLOW_API_GIL_SWITCH_INTERVAL_MS": "5",
+                  "VERDICTFLOW_API_GC_FREEZE": "false"}),
+                ("service defaults (GIL switch 0.5 ms, gc.freeze)", {}),
+            ]  # fmt: skip
+        results = [(label, measure(tmpdir, qs, env, args)) for label, env in variants]
 
     def ms(v: list[float], q: float) -> str:
         return f"{pct(v, q) * 1000:.3f}"
 
-    print(f"\nopen loop: {open_loop['sent']} requests at {args.rate} req/s target "
-          f"(achieved {open_loop['achieved_rps']:.1f}), errors {open_loop['errors']}")  # fmt: skip
-    print("\n| what | p50 ms | p99 ms |")
-    print("|---|---|---|")
-    for stage, label in (
-        ("request", "server: whole /search request (middleware)"),
-        ("search", "server: retriever.search (embed+index+blend)"),
-        ("embed", "server: query embedding"),
-        ("retrieve", "server: index search"),
-        ("blend", "server: blend + re-rank"),
-    ):
-        s = server_stats[stage]
-        print(f"| {label} | {s['p50_ms']:.3f} | {s['p99_ms']:.3f} |")
-    print(f"| client: loopback round trip incl. queueing | {open_loop['p50_ms']:.3f} | "
-          f"{open_loop['p99_ms']:.3f} |")  # fmt: skip
-    print(f"| reference: raw FAISS search, k={k}, this process | {ms(raw, 50)} | {ms(raw, 99)} |")
-    print(f"| reference: hashing embed of one query | {ms(embed, 50)} | {ms(embed, 99)} |")
-    print(f"| reference: blend() of {k} candidates | {ms(blend_t, 50)} | {ms(blend_t, 99)} |")
-    server_p50 = server_stats["request"]["p50_ms"] / 1000
-    print(f"\nratio server request p50 / raw FAISS p50: {server_p50 / pct(raw, 50):.2f}")
-    print(f"closed loop, {args.concurrency} connections, {args.duration} s: "
-          f"{closed['rps']:.0f} req/s ({closed['requests']} requests)")  # fmt: skip
+    for label, (open_loop, server_stats, closed) in results:
+        print(f"\n## {label}")
+        print(f"open loop: {open_loop['sent']} requests at {args.rate} req/s target "
+              f"(achieved {open_loop['achieved_rps']:.1f}), "
+              f"errors {open_loop['errors']}")  # fmt: skip
+        print("\n| what | p50 ms | p99 ms |")
+        print("|---|---|---|")
+        for stage, stage_label in (
+            ("request", "server: whole /search request (middleware)"),
+            ("search", "server: retriever.search (embed+index+blend)"),
+            ("embed", "server: query embedding"),
+            ("retrieve", "server: index search"),
+            ("blend", "server: blend + re-rank"),
+        ):
+            st = server_stats[stage]
+            print(f"| {stage_label} | {st['p50_ms']:.3f} | {st['p99_ms']:.3f} |")
+        print(f"| client: loopback round trip incl. queueing | {open_loop['p50_ms']:.3f} | "
+              f"{open_loop['p99_ms']:.3f} |")  # fmt: skip
+        print(f"| reference: raw FAISS search, k={k}, this process | {ms(raw, 50)} | "
+              f"{ms(raw, 99)} |")  # fmt: skip
+        print(f"| reference: hashing embed of one query | {ms(embed, 50)} | {ms(embed, 99)} |")
+        print(f"| reference: blend() of {k} candidates | {ms(blend_t, 50)} | {ms(blend_t, 99)} |")
+        server_p50 = server_stats["request"]["p50_ms"] / 1000
+        print(f"\nratio server request p50 / raw FAISS p50: {server_p50 / pct(raw, 50):.2f}")
+        print(f"closed loop, {args.concurrency} connections, {args.duration} s: "
+              f"{closed['rps']:.0f} req/s ({closed['requests']} requests)")  # fmt: skip
+
+
+def measure(
+    tmpdir: Path, qs: list[str], env: dict[str, str], args: argparse.Namespace
+) -> tuple[dict[str, float], dict[str, Any], dict[str, float]]:
+    """Start the API with ``env`` added, warm it up, run the open then the closed loop."""
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    cmd = [sys.executable, "-m", "verdictflow", "api", "--port", str(port), "--log-level",
+           "warning", "--npz", str(tmpdir / "v.npz"), "--quality", str(tmpdir / "q.npz"),
+           "--index", str(tmpdir / "v.index")]  # fmt: skip
+    server = subprocess.Popen(cmd, env={**os.environ, **env})
+    try:
+        _wait_ready(url, server)
+        with httpx.Client(base_url=url) as c:  # warm-up, then clear the server's samples
+            for q in qs[:200]:
+                c.post("/search", json={"q": q, "top_k": 10})
+            c.get("/stats/latency", params={"reset": "true"})
+        open_loop = run_load(url, "open", args)
+        server_stats = httpx.get(f"{url}/stats/latency", params={"reset": "true"}).json()
+        closed = run_load(url, "closed", args)
+    finally:
+        server.terminate()
+        server.wait(30)
+    return open_loop, server_stats, closed
 
 
 def _free_port() -> int:
@@ -269,6 +290,11 @@ if __name__ == "__main__":
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--load-phase", choices=("open", "closed"))
     parser.add_argument("--url")
+    parser.add_argument(
+        "--variants",
+        action="store_true",
+        help="also measure the service under CPython's defaults (GIL switch 5 ms, no gc.freeze)",
+    )
     ns = parser.parse_args()
     if ns.load_phase:
         load_main(ns)

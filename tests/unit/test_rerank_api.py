@@ -253,3 +253,19 @@ async def test_quality_npz_is_read(corpus: Path, tmp_path: Path, client_for: Any
     items = (await client.post("/search", json={"q": "banana bread"})).json()["items"]
     assert items[0]["doc_id"] == "bread"
     assert items[0]["quality"] == pytest.approx(0.9)
+
+
+async def test_serving_tunes_the_interpreter_and_restores_it(corpus: Path) -> None:
+    """Short GIL switch interval and a frozen heap while serving (tail latency), undone after."""
+    import gc
+    import sys
+
+    before = sys.getswitchinterval()
+    gc.unfreeze()
+    async with LifespanManager(create_app(settings(corpus, gil_switch_interval_ms=0.25))):
+        assert sys.getswitchinterval() == pytest.approx(0.00025)
+        assert gc.get_freeze_count() > 1000  # the loaded state is in the permanent generation
+    assert sys.getswitchinterval() == before
+    assert gc.get_freeze_count() == 0
+    async with LifespanManager(create_app(settings(corpus, gc_freeze=False))):
+        assert gc.get_freeze_count() == 0

@@ -26,7 +26,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from verdictflow.rerank_api import artifacts
+from verdictflow.rerank_api import artifacts, runtime
 from verdictflow.rerank_api.blend import Weights
 from verdictflow.rerank_api.embedders import make_embedder
 from verdictflow.rerank_api.follower import TopicFollower
@@ -104,6 +104,14 @@ async def _lexical_refresher(state: ServiceState) -> None:
         await asyncio.sleep(state.settings.lexical_refresh_seconds)
         if state.retriever.lexical_stale:
             await asyncio.to_thread(state.retriever.rebuild_lexical)
+            if state.settings.gc_freeze:
+                runtime.freeze_heap(collect=False)
+
+
+async def _freeze_when_ready(follower: TopicFollower) -> None:
+    """Freeze the heap once the follower has caught up (before that, pauses cost nothing)."""
+    await follower.ready.wait()
+    runtime.freeze_heap(collect=True)
 
 
 def create_app(
@@ -121,11 +129,13 @@ def create_app(
         executor = ThreadPoolExecutor(api.search_threads, thread_name_prefix="vf-search")
         state = ServiceState(api, retriever or build_retriever(api), metrics, executor)
         app.state.vf = state
+        previous_interval = runtime.set_gil_switch_interval(api.gil_switch_interval_ms)
         try:
-            if retriever is not None:
-                state.loaded = True
-            elif api.source == "artifacts":
-                await asyncio.to_thread(load_artifacts, api, state.retriever)
+            if retriever is not None or api.source == "artifacts":
+                if retriever is None:
+                    await asyncio.to_thread(load_artifacts, api, state.retriever)
+                if api.gc_freeze:
+                    runtime.freeze_heap(collect=True)
                 state.loaded = True
             else:
                 follower = TopicFollower(
@@ -139,6 +149,10 @@ def create_app(
                 state.follower = follower
                 state.tasks.append(asyncio.create_task(follower.run(), name="vf-follow"))
                 state.tasks.append(asyncio.create_task(_lexical_refresher(state), name="vf-bm25"))
+                if api.gc_freeze:
+                    state.tasks.append(
+                        asyncio.create_task(_freeze_when_ready(follower), name="vf-freeze")
+                    )
             yield
         finally:
             for task in state.tasks:
@@ -147,6 +161,9 @@ def create_app(
             if state.follower is not None:
                 await state.follower.stop()
             executor.shutdown(wait=False, cancel_futures=True)
+            runtime.set_gil_switch_interval(previous_interval)
+            if api.gc_freeze:
+                runtime.unfreeze_heap()
 
     app = FastAPI(title="verdictflow retriever", lifespan=lifespan)
     _install_error_handlers(app)

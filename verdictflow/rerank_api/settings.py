@@ -62,6 +62,10 @@ class ApiSettings(BaseSettings):
     #: FAISS OpenMP threads; 1 avoids spin-waiting threads fighting requests for cores.
     faiss_threads: Annotated[int, Field(ge=1, le=256)] = 1
     latency_window: Annotated[int, Field(ge=100)] = 200_000
+    #: GIL switch interval while serving (CPython's default is 5 ms; see rerank_api/runtime.py).
+    gil_switch_interval_ms: Annotated[float, Field(gt=0, le=100)] = 0.5
+    #: Freeze the loaded heap so full garbage collections skip it (see rerank_api/runtime.py).
+    gc_freeze: bool = True
 
     @property
     def weights(self) -> Weights:
