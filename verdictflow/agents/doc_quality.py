@@ -74,6 +74,18 @@ class DocQualityProcessor:
         self.cfg = cfg
         self.settings = settings
         self.cpesh = cpesh
+        self._rescored: set[str] = set()
+
+    def begin_batch(self) -> None:
+        """Called after the batch's index sync: re-scores are coalesced within one batch.
+
+        A re-score recomputes a document's duplicates from the index, and every request in the
+        batch was sent after its cause reached ``docs``, hence before this batch's sync: one
+        recomputation per document answers all of them. In a cluster of m near-duplicates
+        arriving together, each arrival asks the other members for a re-score (m^2 requests);
+        this keeps the FAISS searches to one per member per batch.
+        """
+        self._rescored.clear()
 
     def _rescore_dups(self, entry: state.Entry, doc_id: str) -> state.Entry:
         index = self.reader.index
@@ -126,12 +138,15 @@ class DocQualityProcessor:
         except (orjson.JSONDecodeError, KeyError, TypeError):
             logger.error("unusable internal message at %s skipped", record.where)
             return
+        if kind != "edge" and doc_id in self._rescored:
+            return
         old = self.table.get(doc_id)
         entry = state.copy_entry(old)
         if kind == "edge":
             entry = state.apply_edge(entry, str(msg["e"]), str(msg["op"]))
         elif entry["doc"] is not None:
             entry = self._rescore_dups(entry, doc_id)
+            self._rescored.add(doc_id)
         row = state.take_row(entry, doc_id, self.cfg, record.timestamp)
         self._store(doc_id, old, entry)
         if row is not None:
@@ -166,7 +181,9 @@ def register(
 
     proc = DocQualityProcessor(table, reader, quality_config(quality), settings, cpesh)
 
-    def batch_agent(topic: str, name: str, handle: Any, needs_sync: bool) -> None:
+    def batch_agent(
+        topic: str, name: str, handle: Any, needs_sync: bool, begin: Callable[[], None] | None
+    ) -> None:
         outbox = new_outbox()
 
         @app.agent(topics[topic], name=name)
@@ -177,13 +194,15 @@ def register(
                 try:
                     if needs_sync:
                         await reader.sync()
+                    if begin is not None:
+                        begin()
                     for event in batch:
                         await handle(Record.from_faust(event.message), outbox)
                     await outbox.drain()  # delivered before take_events acks the batch
                 except Exception as exc:  # table, index or producer failure: see streams.fatal
                     stop_without_commit(name, exc)
 
-    batch_agent("docs", "vf-docs", proc.on_doc, True)
-    batch_agent("doc-edges", "vf-doc-edges", proc.on_edge, False)
-    batch_agent(DOC_QUALITY_INTERNAL, "vf-doc-quality", proc.on_internal, True)
+    batch_agent("docs", "vf-docs", proc.on_doc, True, None)
+    batch_agent("doc-edges", "vf-doc-edges", proc.on_edge, False, None)
+    batch_agent(DOC_QUALITY_INTERNAL, "vf-doc-quality", proc.on_internal, True, proc.begin_batch)
     return proc

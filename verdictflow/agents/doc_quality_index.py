@@ -11,6 +11,12 @@ applied everything that was on ``docs`` at that moment (the end offsets, fetched
 duplicates X and Y produced to different partitions and scored by different workers, whichever
 owner takes its end-offset snapshot later sees the other one in its index and sends it a
 re-score request, so neither can miss the other however the workers interleave.
+
+Sync is on every batch's path, so it must cost one round trip when the reader is caught up.
+End offsets are therefore asked on a client of their own: on the reader's connection the
+request would queue behind its fetch, which the broker holds for up to ``fetch_max_wait_ms``
+(measured: 250-450 ms per sync, most of a batch's time). The reader's own fetch wait is short
+(``FETCH_WAIT_MS``) so that a document just produced reaches the index quickly.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import logging
 import time
 from typing import Any
 
+import faiss
 import numpy as np
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from mode import Service
@@ -36,6 +43,8 @@ from verdictflow.streams.topic_reader import assign_all
 from verdictflow.streams.topics import DOCS, full_name
 
 logger = logging.getLogger(__name__)
+#: The reader's fetch long-poll: bounds how late a new document reaches the index.
+FETCH_WAIT_MS = 20
 
 
 class DocIndexReader(Service):
@@ -46,9 +55,11 @@ class DocIndexReader(Service):
         self._settings = settings
         self._dim = quality.dim
         self._sync_timeout = quality.sync_timeout_seconds
+        self._faiss_threads = quality.faiss_threads
         self.index = DuplicateIndex(quality.dim, quality.kdup, quality.dup_threshold)
         self._topic = full_name(DOCS, settings.topic_prefix)
         self._consumer: AIOKafkaConsumer | None = None
+        self._offsets: AIOKafkaConsumer | None = None  # end offsets only (see module doc)
         self._partitions: list[TopicPartition] = []
         self._positions: dict[TopicPartition, int] = {}
         self._progress = asyncio.Event()
@@ -57,14 +68,23 @@ class DocIndexReader(Service):
         self.applied = 0
 
     async def on_start(self) -> None:
+        faiss.omp_set_num_threads(self._faiss_threads)  # process-wide; see QualitySettings
         consumer = AIOKafkaConsumer(
             bootstrap_servers=self._settings.bootstrap_servers,
             group_id=None,
             enable_auto_commit=False,
             auto_offset_reset="earliest",
             max_partition_fetch_bytes=8 * 1024 * 1024,
+            fetch_max_wait_ms=FETCH_WAIT_MS,
+        )
+        offsets = AIOKafkaConsumer(
+            bootstrap_servers=self._settings.bootstrap_servers,
+            group_id=None,
+            enable_auto_commit=False,
         )
         await consumer.start()
+        await offsets.start()
+        self._offsets = offsets
         self._partitions = await assign_all(consumer, [self._topic], wait_seconds=30)
         await consumer.seek_to_beginning(*self._partitions)
         begin = await consumer.beginning_offsets(self._partitions)
@@ -82,6 +102,9 @@ class DocIndexReader(Service):
         if self._consumer is not None:
             await self._consumer.stop()
             self._consumer = None
+        if self._offsets is not None:
+            await self._offsets.stop()
+            self._offsets = None
 
     async def _run(self) -> None:
         assert self._consumer is not None
@@ -120,8 +143,8 @@ class DocIndexReader(Service):
         """Wait until every record now on ``docs`` is applied; False after the timeout (the
         caller then scores with what it has, and a later re-score corrects it)."""
         await asyncio.wait_for(self._ready.wait(), self._sync_timeout)
-        assert self._consumer is not None
-        ends = await self._consumer.end_offsets(self._partitions)
+        assert self._offsets is not None
+        ends = await self._offsets.end_offsets(self._partitions)
         deadline = time.monotonic() + self._sync_timeout
         while any(self._positions[tp] < end for tp, end in ends.items()):
             left = deadline - time.monotonic()

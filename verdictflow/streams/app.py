@@ -11,6 +11,7 @@ import faust
 
 from verdictflow.evaluators.policy import Policy
 from verdictflow.scoring_setup import Scoring, load_scoring
+from verdictflow.streams.embedded_fetch import EmbeddedBrokerApp
 from verdictflow.streams.outbox import FaustOutbox, Outbox, OutputProducer
 from verdictflow.streams.settings import Settings
 from verdictflow.streams.topics import ALL_TOPICS, full_name
@@ -74,7 +75,8 @@ def create_app(
 
     conf = faust_config(settings)
     Path(conf["datadir"]).mkdir(parents=True, exist_ok=True)
-    app = faust.App(settings.app_id, **conf)
+    app_class = EmbeddedBrokerApp if settings.embedded else faust.App
+    app = app_class(settings.app_id, **conf)
     topics = declare_topics(app, settings)
     if scoring is None:
         scoring = load_scoring(policy, settings.idf_stats)

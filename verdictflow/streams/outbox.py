@@ -12,10 +12,11 @@ from pydantic import BaseModel
 
 from verdictflow.models.codec import encode
 from verdictflow.streams.settings import Settings
-from verdictflow.streams.topics import DEAD_LETTERS, VERDICT_TOPICS
+from verdictflow.streams.topics import DEAD_LETTERS, DOC_QUALITY, VERDICT_TOPICS
 
-#: Topics read only by monitoring consumers: sent through the batching output producer.
-OUTPUT_TOPICS = frozenset((*VERDICT_TOPICS, DEAD_LETTERS))
+#: Topics no Faust table recovers from (read by monitoring consumers, the retriever's follower
+#: and ``export-quality``, all plain consumers): sent through the batching output producer.
+OUTPUT_TOPICS = frozenset((*VERDICT_TOPICS, DEAD_LETTERS, DOC_QUALITY))
 
 
 class Outbox(Protocol):

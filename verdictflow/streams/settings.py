@@ -97,6 +97,10 @@ class QualitySettings(BaseSettings):
     #: How long an agent waits for its duplicate index to catch up with ``docs`` before it
     #: scores with what it has (and logs a warning).
     sync_timeout_seconds: Annotated[float, Field(gt=0)] = 30.0
+    #: FAISS OpenMP threads in the worker. The stream searches one vector at a time, where
+    #: OpenMP only adds start-up and spin-wait costs: with 2 threads on a busy 2-core machine a
+    #: 5k-vector search took 9.4 ms instead of 0.37 ms (measured, see README).
+    faiss_threads: Annotated[int, Field(ge=1, le=256)] = 1
 
 
 class CpeshSettings(BaseSettings):
