@@ -87,6 +87,9 @@ def worker(
     idf_stats: Annotated[
         str | None, typer.Option("--idf-stats", help="build-idf file, default or none")
     ] = None,
+    metrics_port: Annotated[
+        int | None, typer.Option(help="Serve Prometheus /metrics on this port (0: off)")
+    ] = None,
 ) -> None:
     """Run a Faust worker: the answers agent (groundedness, relevance, completeness,
     hallucination) and the consistency agent."""
@@ -101,6 +104,7 @@ def worker(
             app_id=app_id,
             log_level=log_level,
             idf_stats=idf_stats,
+            metrics_port=metrics_port,
         )
     )
 

@@ -31,6 +31,7 @@ from verdictflow.evaluators.embedding import embed_texts
 from verdictflow.exceptions import InvalidEvent
 from verdictflow.models.codec import decode
 from verdictflow.models.events import DocUpdate
+from verdictflow.streams.kafka_security import aiokafka_security_kwargs
 from verdictflow.streams.settings import QualitySettings, Settings
 from verdictflow.streams.topic_reader import assign_all
 from verdictflow.streams.topics import DOCS, full_name
@@ -63,6 +64,7 @@ class DocIndexReader(Service):
             enable_auto_commit=False,
             auto_offset_reset="earliest",
             max_partition_fetch_bytes=8 * 1024 * 1024,
+            **aiokafka_security_kwargs(self._settings),
         )
         await consumer.start()
         self._partitions = await assign_all(consumer, [self._topic], wait_seconds=30)

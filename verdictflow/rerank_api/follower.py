@@ -29,6 +29,7 @@ from verdictflow.models.codec import decode
 from verdictflow.rerank_api.metrics import ApiMetrics
 from verdictflow.rerank_api.retriever import ApplyCounts, Retriever
 from verdictflow.streams.admin import ensure_topics
+from verdictflow.streams.kafka_security import aiokafka_security_kwargs
 from verdictflow.streams.settings import Settings
 from verdictflow.streams.topic_reader import assign_all
 from verdictflow.streams.topics import DOC_QUALITY, DOCS, full_name
@@ -69,6 +70,7 @@ class TopicFollower:
             enable_auto_commit=False,
             auto_offset_reset="earliest",
             max_partition_fetch_bytes=4 * 1024 * 1024,
+            **aiokafka_security_kwargs(self.settings),
         )
         await consumer.start()
         self._consumer = consumer
