@@ -57,6 +57,8 @@ class TopicFollower:
         self.docs_topic = full_name(DOCS, settings.topic_prefix)
         self.quality_topic = full_name(DOC_QUALITY, settings.topic_prefix)
         self.ready = asyncio.Event()
+        #: Event time (``ts``) of the newest quality row applied: the freshness gauge's basis.
+        self.newest_quality_ts: float | None = None
         self._consumer: AIOKafkaConsumer | None = None
         self._targets: dict[TopicPartition, int] = {}
         self._positions: dict[TopicPartition, int] = {}
@@ -155,6 +157,9 @@ class TopicFollower:
                 self.on_docs_applied()
         else:
             rows = [d for d in decoded if isinstance(d, DocQuality)]
+            stamps = [r.ts for r in rows if r.ts is not None]
+            if stamps:
+                self.newest_quality_ts = max(self.newest_quality_ts or 0.0, *stamps)
             counts = self.retriever.apply_quality(rows)  # dict writes: microseconds
         for reason in counts.reasons:
             self.metrics.bad_records.labels(short, reason.split(":", 1)[0]).inc()

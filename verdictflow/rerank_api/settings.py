@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from verdictflow.rerank_api.blend import Weights
@@ -62,6 +62,14 @@ class ApiSettings(BaseSettings):
     #: FAISS OpenMP threads; 1 avoids spin-waiting threads fighting requests for cores.
     faiss_threads: Annotated[int, Field(ge=1, le=256)] = 1
     latency_window: Annotated[int, Field(ge=100)] = 200_000
+    #: Bearer token required on every path but /healthz (``VERDICTFLOW_API_TOKEN``); None: open.
+    token: SecretStr | None = None
+    #: Leave /metrics open when a token is set (e.g. a scraper that cannot send one).
+    metrics_public: bool = False
+    #: Largest request body accepted (413 above).
+    max_body_bytes: Annotated[int, Field(ge=256, le=64 * 1024 * 1024)] = 64 * 1024
+    #: CORS origins allowed (JSON list in the environment); empty: no CORS headers at all.
+    cors_origins: list[str] = Field(default_factory=list)
 
     @property
     def weights(self) -> Weights:
