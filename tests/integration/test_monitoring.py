@@ -76,8 +76,17 @@ def test_monitor_shows_the_expected_rates_of_a_replay(settings_factory, worker_f
     worker = worker_factory(settings, policy=policy_path)
     monitor_log = (tmp_path / "monitor.log").open("wb")
     monitor = subprocess.Popen(
-        [sys.executable, "-m", "verdictflow", "monitor", "--from-beginning"]
-        + ["--port", str(monitor_port), "--host", "127.0.0.1"],
+        [
+            sys.executable,
+            "-m",
+            "verdictflow",
+            "monitor",
+            "--from-beginning",
+            "--port",
+            str(monitor_port),
+            "--host",
+            "127.0.0.1",
+        ],
         env=settings_env(settings),
         stdout=monitor_log,
         stderr=subprocess.STDOUT,
@@ -97,16 +106,12 @@ def test_monitor_shows_the_expected_rates_of_a_replay(settings_factory, worker_f
         poll(monitor_has_all, 150, "the monitor to count every verdict")
         time.sleep(2)  # anything extra would show up now
         samples = scrape(monitor_url)
-        got = by_labels(
-            samples, "vf_monitor_verdicts_total", "kind", "decision", "model", "tenant"
-        )
+        got = by_labels(samples, "vf_monitor_verdicts_total", "kind", "decision", "model", "tenant")
         assert got == want
         per_kind = Counter((v["kind"], v["decision"]) for v in expected)
         for (kind, decision), n in per_kind.items():
             total = sum(m for (k, _), m in per_kind.items() if k == kind)
-            ratio = samples[
-                ("vf_monitor_decision_ratio", (("decision", decision), ("kind", kind)))
-            ]
+            ratio = samples[("vf_monitor_decision_ratio", (("decision", decision), ("kind", kind)))]
             assert ratio == pytest.approx(n / total)
         scored = Counter(v["kind"] for v in expected if v["score"] is not None)
         assert by_labels(samples, "vf_monitor_score_count", "kind") == Counter(

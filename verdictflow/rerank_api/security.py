@@ -3,7 +3,7 @@
 - **Token** (``VERDICTFLOW_API_TOKEN``): when set, every path except the open ones needs
   ``Authorization: Bearer <token>``, compared in constant time (``hmac.compare_digest``);
   otherwise 401 with ``WWW-Authenticate: Bearer``. ``/healthz`` is always open, because
-  readiness probes carry no secrets; ``/metrics`` is open only with
+  readiness probes carry no secrets (``/openapi.json`` too); ``/metrics`` is open only with
   ``VERDICTFLOW_API_METRICS_PUBLIC=true`` (by default Prometheus sends the token).
 - **Body size** (``VERDICTFLOW_API_MAX_BODY_BYTES``, 64 KiB): a larger body is refused with 413
   before the app parses it, whether or not the client declared a ``Content-Length``.
@@ -26,7 +26,8 @@ from verdictflow.rerank_api.settings import ApiSettings
 
 logger = logging.getLogger(__name__)
 
-ALWAYS_OPEN = frozenset({"/healthz"})
+#: Readiness probes carry no secrets; the schema is public (it is in the repository anyway).
+ALWAYS_OPEN = frozenset({"/healthz", "/openapi.json"})
 
 
 class ApiGuard:
