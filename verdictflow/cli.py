@@ -415,10 +415,11 @@ from verdictflow.scoring_jobs.score_quality import score_quality  # noqa: E402
 
 app.command("score-quality")(score_quality)
 app.command("export-quality")(export_quality)
-# Operations (issue 9): the reference monitoring consumer of the verdict topics.
-from verdictflow.monitoring.command import monitor  # noqa: E402
+# Operations (issue 9): the reference monitoring consumer and the topic creation plan.
+from verdictflow.ops_cli import monitor, topics  # noqa: E402
 
 app.command("monitor")(monitor)
+app.command("topics")(topics)
 
 
 def main() -> None:

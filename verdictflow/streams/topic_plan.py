@@ -99,7 +99,10 @@ async def create_topics(plan: list[TopicSpec], settings: Settings) -> tuple[list
         existing = set(await admin.list_topics())
         missing = [t for t in plan if t.name not in existing]
         if missing:
-            new = [NewTopic(t.name, t.partitions, t.replication, topic_configs=t.config) for t in missing]
+            new = [
+                NewTopic(t.name, t.partitions, t.replication, topic_configs=t.config)
+                for t in missing
+            ]
             with contextlib.suppress(TopicAlreadyExistsError):
                 await admin.create_topics(new)
         return [t.name for t in missing], [t.name for t in plan if t.name in existing]
