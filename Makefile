@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup dev test lint fmt bench clean
+.PHONY: setup dev test lint fmt bench audit clean
 
 setup: $(STAMP)
 
@@ -30,6 +30,10 @@ lint: setup
 fmt: setup
 	$(BIN)/ruff format verdictflow tests bench
 	$(BIN)/ruff check --fix verdictflow tests bench
+
+## Known vulnerabilities in the installed dependencies (pip-audit); fails when it cannot audit.
+audit: setup
+	$(BIN)/python .ci/audit.py
 
 bench: setup
 	$(BIN)/python bench/answers_throughput.py

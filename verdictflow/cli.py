@@ -87,6 +87,9 @@ def worker(
     idf_stats: Annotated[
         str | None, typer.Option("--idf-stats", help="build-idf file, default or none")
     ] = None,
+    metrics_port: Annotated[
+        int | None, typer.Option(help="Serve Prometheus /metrics on this port (0: off)")
+    ] = None,
 ) -> None:
     """Run a Faust worker: the answers agent (groundedness, relevance, completeness,
     hallucination) and the consistency agent."""
@@ -101,6 +104,7 @@ def worker(
             app_id=app_id,
             log_level=log_level,
             idf_stats=idf_stats,
+            metrics_port=metrics_port,
         )
     )
 
@@ -411,6 +415,11 @@ from verdictflow.scoring_jobs.score_quality import score_quality  # noqa: E402
 
 app.command("score-quality")(score_quality)
 app.command("export-quality")(export_quality)
+# Operations (issue 9): the reference monitoring consumer and the topic creation plan.
+from verdictflow.ops_cli import monitor, topics  # noqa: E402
+
+app.command("monitor")(monitor)
+app.command("topics")(topics)
 
 
 def main() -> None:

@@ -100,7 +100,8 @@ async def test_replayed_state_then_a_quality_update_within_one_second(settings_f
             assert [i["quality"] for i in before] == [0.1, 0.3, 0.2]
 
             # The update: d-facts becomes the best document (and a stale row must not win).
-            row = {"doc_id": "d-facts", "quality": 1.0, "version": 2,
+            row_ts = time.time() - 120  # produced two minutes ago: the freshness gauge's basis
+            row = {"doc_id": "d-facts", "quality": 1.0, "version": 2, "ts": row_ts,
                    "features": {"text": 1.0, "graph": 1.0, "dup_penalty": 0.0}}  # fmt: skip
             t0 = time.monotonic()
             await send(producer, settings, DOC_QUALITY, "d-facts", row)
@@ -139,6 +140,12 @@ async def test_replayed_state_then_a_quality_update_within_one_second(settings_f
             assert 'vf_api_bad_records_total{reason="vector_dimension",topic="docs"} 1.0' in metrics
             assert 'vf_api_bad_records_total{reason="schema",topic="doc-quality"} 1.0' in metrics
             assert 'vf_api_stale_records_total{topic="doc-quality"} 1.0' in metrics
+            freshness = next(
+                float(line.split()[1])
+                for line in metrics.splitlines()
+                if line.startswith("vf_api_quality_freshness_seconds ")
+            )
+            assert freshness == pytest.approx(time.time() - row_ts, abs=30)
             await client.aclose()
     finally:
         await producer.stop()

@@ -26,6 +26,7 @@ from verdictflow.evaluators.answer_verdicts import ScoringContext
 from verdictflow.exceptions import InvalidEvent
 from verdictflow.models.codec import decode, encode
 from verdictflow.models.events import AnswerEvent
+from verdictflow.streams.fatal import stop_without_commit
 from verdictflow.streams.outbox import Outbox
 from verdictflow.streams.records import Record, dead_letter
 from verdictflow.streams.settings import Settings
@@ -120,12 +121,16 @@ def register(
     @app.agent(topics["answers"], name="vf-answers")
     async def answers_agent(stream: Any) -> None:
         async for batch in stream.take_events(settings.batch_size, settings.batch_window_seconds):
-            await process_answers(
-                [Record.from_faust(event.message) for event in batch],
-                outbox,
-                ctx,
-                analyzer,
-                max_bytes=settings.max_event_bytes,
-            )
+            try:
+                await process_answers(
+                    [Record.from_faust(event.message) for event in batch],
+                    outbox,
+                    ctx,
+                    analyzer,
+                    max_bytes=settings.max_event_bytes,
+                )
+                await outbox.drain()  # delivered before take_events acks the batch
+            except Exception as exc:  # producer failure (bad input never raises): streams.fatal
+                stop_without_commit("answers agent", exc)
 
     return answers_agent

@@ -38,6 +38,7 @@ from verdictflow.evaluators.embedding import embed_texts
 from verdictflow.exceptions import InvalidEvent
 from verdictflow.models.codec import decode
 from verdictflow.models.events import DocUpdate
+from verdictflow.streams.kafka_security import aiokafka_security_kwargs
 from verdictflow.streams.settings import QualitySettings, Settings
 from verdictflow.streams.topic_reader import assign_all
 from verdictflow.streams.topics import DOCS, full_name
@@ -76,11 +77,13 @@ class DocIndexReader(Service):
             auto_offset_reset="earliest",
             max_partition_fetch_bytes=8 * 1024 * 1024,
             fetch_max_wait_ms=FETCH_WAIT_MS,
+            **aiokafka_security_kwargs(self._settings),
         )
         offsets = AIOKafkaConsumer(
             bootstrap_servers=self._settings.bootstrap_servers,
             group_id=None,
             enable_auto_commit=False,
+            **aiokafka_security_kwargs(self._settings),
         )
         await consumer.start()
         await offsets.start()

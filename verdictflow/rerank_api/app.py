@@ -33,6 +33,7 @@ from verdictflow.rerank_api.follower import TopicFollower
 from verdictflow.rerank_api.metrics import ApiMetrics
 from verdictflow.rerank_api.retriever import Retriever, SearchLimits, result_id
 from verdictflow.rerank_api.schemas import Health, SearchRequest, SearchResponse
+from verdictflow.rerank_api.security import install_guards
 from verdictflow.rerank_api.settings import ApiSettings
 from verdictflow.streams.settings import Settings
 
@@ -168,6 +169,7 @@ def create_app(
     app = FastAPI(title="verdictflow retriever", lifespan=lifespan)
     _install_error_handlers(app)
     _install_timing(app)
+    install_guards(app, api)
     _install_routes(app)
     return app
 
@@ -299,6 +301,9 @@ def _install_routes(app: FastAPI) -> None:
         state.metrics.ready.set(1 if state.ready else 0)
         if state.follower is not None:
             state.metrics.lag.set(state.follower.lag)
+            newest = state.follower.newest_quality_ts
+            if newest is not None:  # wall clock, for a gauge only
+                state.metrics.quality_freshness.set(max(0.0, time.time() - newest))
         return Response(generate_latest(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/stats/latency")

@@ -29,6 +29,7 @@ from verdictflow.models.codec import decode
 from verdictflow.rerank_api.metrics import ApiMetrics
 from verdictflow.rerank_api.retriever import ApplyCounts, Retriever
 from verdictflow.streams.admin import ensure_topics
+from verdictflow.streams.kafka_security import aiokafka_security_kwargs
 from verdictflow.streams.settings import Settings
 from verdictflow.streams.topic_reader import assign_all
 from verdictflow.streams.topics import DOC_QUALITY, DOCS, full_name
@@ -56,6 +57,8 @@ class TopicFollower:
         self.docs_topic = full_name(DOCS, settings.topic_prefix)
         self.quality_topic = full_name(DOC_QUALITY, settings.topic_prefix)
         self.ready = asyncio.Event()
+        #: Event time (``ts``) of the newest quality row applied: the freshness gauge's basis.
+        self.newest_quality_ts: float | None = None
         self._consumer: AIOKafkaConsumer | None = None
         self._targets: dict[TopicPartition, int] = {}
         self._positions: dict[TopicPartition, int] = {}
@@ -69,6 +72,7 @@ class TopicFollower:
             enable_auto_commit=False,
             auto_offset_reset="earliest",
             max_partition_fetch_bytes=4 * 1024 * 1024,
+            **aiokafka_security_kwargs(self.settings),
         )
         await consumer.start()
         self._consumer = consumer
@@ -153,6 +157,9 @@ class TopicFollower:
                 self.on_docs_applied()
         else:
             rows = [d for d in decoded if isinstance(d, DocQuality)]
+            stamps = [r.ts for r in rows if r.ts is not None]
+            if stamps:
+                self.newest_quality_ts = max(self.newest_quality_ts or 0.0, *stamps)
             counts = self.retriever.apply_quality(rows)  # dict writes: microseconds
         for reason in counts.reasons:
             self.metrics.bad_records.labels(short, reason.split(":", 1)[0]).inc()

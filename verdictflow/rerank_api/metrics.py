@@ -101,6 +101,11 @@ class ApiMetrics:
         self.quality_rows = Gauge("vf_api_quality_rows", "Documents with a quality row", registry=r)
         self.lag = Gauge("vf_api_consumer_lag", "Records not yet applied", registry=r)
         self.ready = Gauge("vf_api_ready", "1 when the state is caught up", registry=r)
+        self.quality_freshness = Gauge(
+            "vf_api_quality_freshness_seconds",
+            "Now minus the event time (ts) of the newest quality row applied (topic mode)",
+            registry=r,
+        )
 
     def observe_stage(self, stage: str, seconds: float) -> None:
         self.stage_seconds.labels(stage).observe(seconds)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from verdictflow.rerank_api.blend import Weights
@@ -66,6 +66,14 @@ class ApiSettings(BaseSettings):
     gil_switch_interval_ms: Annotated[float, Field(gt=0, le=100)] = 0.5
     #: Freeze the loaded heap so full garbage collections skip it (see rerank_api/runtime.py).
     gc_freeze: bool = True
+    #: Bearer token required on every path but /healthz (``VERDICTFLOW_API_TOKEN``); None: open.
+    token: SecretStr | None = None
+    #: Leave /metrics open when a token is set (e.g. a scraper that cannot send one).
+    metrics_public: bool = False
+    #: Largest request body accepted (413 above).
+    max_body_bytes: Annotated[int, Field(ge=256, le=64 * 1024 * 1024)] = 64 * 1024
+    #: CORS origins allowed (JSON list in the environment); empty: no CORS headers at all.
+    cors_origins: list[str] = Field(default_factory=list)
 
     @property
     def weights(self) -> Weights:

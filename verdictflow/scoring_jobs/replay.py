@@ -16,6 +16,7 @@ import orjson
 from aiokafka import AIOKafkaProducer
 
 from verdictflow.streams.admin import ensure_topics
+from verdictflow.streams.kafka_security import aiokafka_security_kwargs
 from verdictflow.streams.settings import Settings
 from verdictflow.streams.topics import full_name
 
@@ -55,6 +56,7 @@ def make_producer(settings: Settings) -> AIOKafkaProducer:
         max_batch_size=1 if settings.embedded else 16384,
         linger_ms=0 if settings.embedded else 5,
         acks="all",
+        **aiokafka_security_kwargs(settings),
     )
 
 

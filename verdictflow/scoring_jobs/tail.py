@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from aiokafka import AIOKafkaConsumer
 
 from verdictflow.streams.admin import ensure_topics
+from verdictflow.streams.kafka_security import aiokafka_security_kwargs
 from verdictflow.streams.settings import Settings
 from verdictflow.streams.topic_reader import assign_all
 from verdictflow.streams.topics import full_name
@@ -35,6 +36,7 @@ async def tail(
         bootstrap_servers=settings.bootstrap_servers,
         group_id=None,
         enable_auto_commit=False,
+        **aiokafka_security_kwargs(settings),
     )
     await consumer.start()
     try:

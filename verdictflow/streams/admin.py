@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
+from verdictflow.streams.kafka_security import aiokafka_security_kwargs
 from verdictflow.streams.settings import Settings
 from verdictflow.streams.topics import ALL_TOPICS, full_name
 
@@ -22,7 +23,9 @@ logger = logging.getLogger(__name__)
 
 async def ensure_topics(settings: Settings, names: Iterable[str] = ALL_TOPICS) -> list[str]:
     """Create the missing topics among ``names``; return the full names that were created."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap_servers)
+    admin = AIOKafkaAdminClient(
+        bootstrap_servers=settings.bootstrap_servers, **aiokafka_security_kwargs(settings)
+    )
     await admin.start()
     try:
         existing = set(await admin.list_topics())

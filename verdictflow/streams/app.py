@@ -12,9 +12,11 @@ import faust
 from verdictflow.evaluators.policy import Policy
 from verdictflow.scoring_setup import Scoring, load_scoring
 from verdictflow.streams.embedded_fetch import EmbeddedBrokerApp
+from verdictflow.streams.kafka_security import faust_credentials
 from verdictflow.streams.outbox import FaustOutbox, Outbox, OutputProducer
 from verdictflow.streams.settings import Settings
 from verdictflow.streams.topics import ALL_TOPICS, full_name
+from verdictflow.streams.worker_metrics import MeteredOutbox, WorkerMetrics
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +36,9 @@ def faust_config(settings: Settings) -> dict[str, Any]:
         "autodiscover": False,
         "table_standby_replicas": 0 if settings.embedded else 1,
     }
+    credentials = faust_credentials(settings)
+    if credentials is not None:
+        conf["broker_credentials"] = credentials
     if settings.embedded:
         # Tansu reports a wrong end offset when a partition's last batch holds several records,
         # which breaks table recovery; one record per batch avoids it. Short session timeouts
@@ -65,16 +70,20 @@ def create_app(
     policy: Policy,
     outbox_factory: Callable[[faust.App, Mapping[str, Any]], Outbox] | None = None,
     scoring: Scoring | None = None,
+    metrics: WorkerMetrics | None = None,
 ) -> faust.App:
     """Build the worker app with the answers and consistency agents.
 
     ``outbox_factory`` builds what agents send through from the topic objects; tests pass one
-    that records instead of producing.
+    that records instead of producing. ``metrics``: count inputs, outputs, latency and lag
+    (:mod:`verdictflow.streams.worker_metrics`); the caller serves its registry.
     """
     from verdictflow.agents import answers, consistency, doc_quality, summaries
 
     conf = faust_config(settings)
     Path(conf["datadir"]).mkdir(parents=True, exist_ok=True)
+    if metrics is not None:
+        conf["monitor"] = metrics.new_monitor()
     app_class = EmbeddedBrokerApp if settings.embedded else faust.App
     app = app_class(settings.app_id, **conf)
     topics = declare_topics(app, settings)
@@ -89,7 +98,11 @@ def create_app(
             return FaustOutbox(app, topics, output)
 
     def new_outbox() -> Outbox:  # one per sender, so each drains only its own deliveries
-        return outbox_factory(app, topics)
+        outbox = outbox_factory(app, topics)
+        return outbox if metrics is None else MeteredOutbox(outbox, metrics)
+
+    if metrics is not None:
+        _register_lag_timer(app, metrics)
 
     answers.register(app, topics, new_outbox, ctx, settings, scoring.analyzer)
     consistency.register(app, topics, new_outbox, ctx, settings)
@@ -99,3 +112,14 @@ def create_app(
         "app %s on %s, policy digest %s", settings.app_id, settings.broker, ctx.config_digest[:12]
     )
     return app
+
+
+def _register_lag_timer(app: faust.App, metrics: WorkerMetrics, interval: float = 5.0) -> None:
+    """Refresh the consumer-lag gauges in the event loop (the consumer is not thread-safe)."""
+
+    @app.timer(interval, name="vf-metrics-lag")  # type: ignore[untyped-decorator]
+    async def update_lag() -> None:
+        try:
+            metrics.update_lag(set(app.consumer.assignment()))
+        except Exception as exc:  # metrics must never stop a worker
+            logger.debug("lag metrics not updated: %s", exc)

@@ -16,9 +16,11 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from verdictflow.exceptions import BrokerError
 
@@ -61,14 +63,21 @@ def free_port(host: str = "127.0.0.1") -> int:
         return port
 
 
-async def wait_for_kafka(bootstrap: str, timeout: float = _START_TIMEOUT_S) -> None:
-    """Wait until a Kafka client can fetch cluster metadata from ``bootstrap``."""
+async def wait_for_kafka(
+    bootstrap: str, timeout: float = _START_TIMEOUT_S, security: Mapping[str, Any] | None = None
+) -> None:
+    """Wait until a Kafka client can fetch cluster metadata from ``bootstrap``.
+
+    ``security``: SASL/TLS client arguments (:mod:`verdictflow.streams.kafka_security`).
+    """
     from aiokafka.admin import AIOKafkaAdminClient
 
     deadline = time.monotonic() + timeout
     last_error: Exception | None = None
     while time.monotonic() < deadline:
-        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=2000)
+        admin = AIOKafkaAdminClient(
+            bootstrap_servers=bootstrap, request_timeout_ms=2000, **(security or {})
+        )
         try:
             await admin.start()
             await admin.list_topics()

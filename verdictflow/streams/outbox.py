@@ -11,6 +11,7 @@ from mode import Service
 from pydantic import BaseModel
 
 from verdictflow.models.codec import encode
+from verdictflow.streams.kafka_security import aiokafka_security_kwargs
 from verdictflow.streams.settings import Settings
 from verdictflow.streams.topics import DEAD_LETTERS, DOC_QUALITY, VERDICT_TOPICS
 
@@ -68,6 +69,7 @@ class OutputProducer(Service):
                         bootstrap_servers=self._settings.bootstrap_servers,
                         acks="all",
                         linger_ms=2,
+                        **aiokafka_security_kwargs(self._settings),
                     )
                     await producer.start()
                     self._producer = producer

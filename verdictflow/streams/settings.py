@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_BROKER = "kafka://127.0.0.1:9092"
@@ -43,6 +43,20 @@ class Settings(BaseSettings):
     web_enabled: bool = False
     web_port: int = 6066
     log_level: str = "info"
+    #: Worker Prometheus metrics on this port (0: off). ``verdictflow worker --metrics-port``.
+    metrics_port: Annotated[int, Field(ge=0, le=65535)] = 0
+    metrics_host: str = "0.0.0.0"
+    # Kafka client security, passed to Faust and to every raw aiokafka client alike
+    # (see verdictflow/streams/kafka_security.py and deploy/README.md).
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = "PLAIN"
+    sasl_username: str | None = None
+    sasl_password: SecretStr | None = None
+    #: CA bundle to verify the brokers (default: the system's trust store).
+    ssl_cafile: Path | None = None
+    #: Client certificate and key, for clusters that authenticate clients by mTLS.
+    ssl_certfile: Path | None = None
+    ssl_keyfile: Path | None = None
 
     @property
     def bootstrap_servers(self) -> str:

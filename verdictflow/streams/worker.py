@@ -11,7 +11,9 @@ from verdictflow.evaluators.policy import load_policy
 from verdictflow.streams.admin import ensure_topics
 from verdictflow.streams.app import create_app
 from verdictflow.streams.broker import wait_for_kafka
+from verdictflow.streams.kafka_security import aiokafka_security_kwargs
 from verdictflow.streams.settings import Settings
+from verdictflow.streams.worker_metrics import WorkerMetrics
 
 logger = logging.getLogger(__name__)
 
@@ -25,7 +27,11 @@ def run_worker(settings: Settings) -> None:
     policy = load_policy(settings.policy)
     asyncio.run(_prepare(settings))
     asyncio.set_event_loop(asyncio.new_event_loop())
-    app = create_app(settings, policy)
+    metrics = None
+    if settings.metrics_port:
+        metrics = WorkerMetrics(settings.topic_prefix)
+        metrics.serve(settings.metrics_port, settings.metrics_host)
+    app = create_app(settings, policy, metrics=metrics)
     worker = faust.Worker(app, loglevel=settings.log_level, quiet=True, redirect_stdouts=False)
     disable_spinner(worker)
     worker.execute_from_commandline()
@@ -43,5 +49,7 @@ def disable_spinner(worker: faust.Worker) -> None:
 
 
 async def _prepare(settings: Settings) -> None:
-    await wait_for_kafka(settings.bootstrap_servers, timeout=60)
+    await wait_for_kafka(
+        settings.bootstrap_servers, timeout=60, security=aiokafka_security_kwargs(settings)
+    )
     await ensure_topics(settings)

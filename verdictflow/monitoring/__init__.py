@@ -1,0 +1,1 @@
+"""Monitoring consumers of the verdict topics (``verdictflow monitor``)."""
