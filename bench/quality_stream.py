@@ -27,6 +27,7 @@ from pathlib import Path
 
 import orjson
 from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
 from answers_throughput import fresh_settings, machine, output_span, raw_loop, run_process
 
 from verdictflow.samples.doc_corpus import WORDS
@@ -118,10 +119,28 @@ async def settle(s: Settings, n: int, idle: float, timeout: float) -> tuple[int,
             if batches:
                 quiet_since = time.monotonic()
             elif len(seen) >= n and time.monotonic() - quiet_since >= idle:
-                break
+                if await group_lag(s, consumer) == 0:
+                    break
+                quiet_since = time.monotonic()
     finally:
         await consumer.stop()
     return len(seen), rows, ((last or 0) - (first or 0)) / 1000.0
+
+
+async def group_lag(s: Settings, consumer: AIOKafkaConsumer) -> int:
+    """Records on ``docs`` and the internal topic not yet committed by the worker's group: a
+    quiet output does not mean the worker has consumed everything (re-score requests it has
+    not read yet produce nothing until it does)."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=s.bootstrap_servers)
+    await admin.start()
+    try:
+        committed = await admin.list_consumer_group_offsets(s.app_id)
+    finally:
+        await admin.close()
+    inputs = (f"{s.topic_prefix}docs", f"{s.topic_prefix}internal.doc-quality")
+    parts = [TopicPartition(t, p) for t in inputs for p in range(s.partitions)]
+    ends = await consumer.end_offsets(parts)
+    return sum(max(0, ends[tp] - (committed[tp].offset if tp in committed else 0)) for tp in parts)
 
 
 async def raw_forwarder_latencies(s: Settings, lines: list[bytes]) -> list[float]:
