@@ -368,5 +368,5 @@ def main() -> None:
     try:
         app()
     except VerdictflowError as exc:
-        err.print(f"[red]error:[/] {exc}")
+        err.print(f"[red]error:[/] {exc}", soft_wrap=True)  # one line, however long
         sys.exit(2)

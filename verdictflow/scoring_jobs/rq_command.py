@@ -75,12 +75,8 @@ def rq_eval_command(
     out: Annotated[Path, typer.Option(help="JSON report")],
     run_a: Annotated[Path | None, typer.Option("--runA", help=RUN_HELP)] = None,
     run_b: Annotated[Path | None, typer.Option("--runB", help=RUN_HELP)] = None,
-    config_a: Annotated[
-        Path | None, typer.Option("--configA", help=CONFIG_HELP)
-    ] = None,
-    config_b: Annotated[
-        Path | None, typer.Option("--configB", help=CONFIG_HELP)
-    ] = None,
+    config_a: Annotated[Path | None, typer.Option("--configA", help=CONFIG_HELP)] = None,
+    config_b: Annotated[Path | None, typer.Option("--configB", help=CONFIG_HELP)] = None,
     k: Annotated[int, typer.Option(min=1, help="Cut-off for recall, MRR and nDCG")] = 10,
     csv_out: Annotated[Path | None, typer.Option("--csv", help="Per-query CSV")] = None,
     corpus: Annotated[
@@ -125,7 +121,7 @@ def rq_eval_command(
             k,
             digests,
             lambda i, n: progress.update(task, completed=i, total=n),
-            {label: str(path) for label, path in traces.items()},
+            {label: path.name for label, path in traces.items()},  # next to the report
         )
     out.write_bytes(rq.report_json(report))
     if csv_out is not None:

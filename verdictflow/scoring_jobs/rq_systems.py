@@ -111,36 +111,21 @@ def config_system(
     qids: Sequence[str],
     k: int,
     progress: Progress | None = None,
-    transport: httpx.AsyncBaseTransport | None = None,
 ) -> System:
     """A system from a config: in-process retriever, or a running ``/search`` (``url``)."""
-    config = loaded.config
-    if config.url is not None:
-        results = asyncio.run(_search_url(loaded, queries, qids, k, progress, transport))
-        source = "url"
-    else:
-        if corpus is None:
-            raise RQInputError(f"{loaded.path}: an in-process retriever needs --corpus")
-        retriever = build_retriever(loaded, corpus)
-        weights = Weights(config.weights.w_cos, config.weights.w_quality)
-        results = {}
-        for i, qid in enumerate(qids, start=1):
-            outcome = retriever.search(
-                queries[qid], k, lane=config.lane, mode=config.mode, weights=weights
-            )
-            results[qid] = [
-                {
-                    "rank": rank,
-                    "doc_id": b.doc_id,
-                    "score": b.score,
-                    "quality": b.quality,
-                    "final_score": b.final_score,
-                }
-                for rank, (b, _) in enumerate(outcome.hits, start=1)
-            ]
-            if progress is not None:
-                progress(i, len(qids))
-        source = "config"
+    if loaded.config.url is not None:
+        results = asyncio.run(search_url(loaded, queries, qids, k, progress))
+        return traced_system(label, loaded, "url", results)
+    if corpus is None:
+        raise RQInputError(f"{loaded.path}: an in-process retriever needs --corpus")
+    results = search_in_process(loaded, build_retriever(loaded, corpus), queries, qids, k, progress)
+    return traced_system(label, loaded, "config", results)
+
+
+def traced_system(
+    label: str, loaded: LoadedConfig, source: str, results: Mapping[str, Sequence[TraceRow]]
+) -> System:
+    """A config's system: rankings from the ranked candidates, which are kept as traces."""
     return System(
         label=label,
         source=source,
@@ -148,18 +133,50 @@ def config_system(
         digest=loaded.digest,
         rankings={qid: [row["doc_id"] for row in rows] for qid, rows in results.items()},
         traces=results,
-        trace_enabled=config.trace,
+        trace_enabled=loaded.config.trace,
     )
 
 
-async def _search_url(
+def search_in_process(
+    loaded: LoadedConfig,
+    retriever: Retriever,
+    queries: Mapping[str, str],
+    qids: Sequence[str],
+    k: int,
+    progress: Progress | None = None,
+) -> dict[str, list[TraceRow]]:
+    """The top ``k`` of every query through ``Retriever.search``, the code behind /search."""
+    config = loaded.config
+    weights = Weights(config.weights.w_cos, config.weights.w_quality)
+    results: dict[str, list[TraceRow]] = {}
+    for i, qid in enumerate(qids, start=1):
+        outcome = retriever.search(
+            queries[qid], k, lane=config.lane, mode=config.mode, weights=weights
+        )
+        results[qid] = [
+            {
+                "rank": rank,
+                "doc_id": b.doc_id,
+                "score": b.score,
+                "quality": b.quality,
+                "final_score": b.final_score,
+            }
+            for rank, (b, _) in enumerate(outcome.hits, start=1)
+        ]
+        if progress is not None:
+            progress(i, len(qids))
+    return results
+
+
+async def search_url(
     loaded: LoadedConfig,
     queries: Mapping[str, str],
     qids: Sequence[str],
     k: int,
-    progress: Progress | None,
-    transport: httpx.AsyncBaseTransport | None,
+    progress: Progress | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
 ) -> dict[str, list[TraceRow]]:
+    """``POST /search`` for every query (eight in flight); any failure is one clear error."""
     config = loaded.config
     assert config.url is not None
     url = config.url.rstrip("/") + "/search"
