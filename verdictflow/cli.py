@@ -230,61 +230,6 @@ def eval_summaries(
     run_cli(file, judge, fmt, err)
 
 
-@app.command("rq-eval")
-def rq_eval(
-    queries: Annotated[Path, typer.Option(help="TSV 'qid<TAB>text' or BEIR queries.jsonl")],
-    truth: Annotated[Path, typer.Option(help="qrels: TSV, BEIR TSV with header, or TREC")],
-    run_a: Annotated[Path, typer.Option("--runA", help="System A: TREC run file")],
-    run_b: Annotated[Path, typer.Option("--runB", help="System B: TREC run file")],
-    out: Annotated[Path, typer.Option(help="JSON report")],
-    k: Annotated[int, typer.Option(min=1, help="Cut-off for recall, MRR and nDCG")] = 10,
-    csv_out: Annotated[Path | None, typer.Option("--csv", help="Per-query CSV")] = None,
-    corpus: Annotated[Path | None, typer.Option(help="Corpus JSONL (digest recorded)")] = None,
-) -> None:
-    """Compare two retrieval runs: recall@k, MRR@k, nDCG@k, macro and per query (spec 001)."""
-    from verdictflow.scoring_jobs import rq_eval as rq
-    from verdictflow.scoring_jobs.rq_inputs import (
-        RQInputError,
-        file_digest,
-        read_corpus,
-        read_qrels,
-        read_queries,
-    )
-
-    for path in (queries, truth, run_a, run_b, corpus):
-        if path is not None and not path.is_file():
-            raise RQInputError(f"no such file: {path}")
-    digests = {
-        "queries": file_digest(queries),
-        "qrels": file_digest(truth),
-        "corpus": file_digest(corpus) if corpus else None,
-    }
-    if corpus is not None:
-        read_corpus(corpus)  # validated: a malformed corpus is an error, not a silent digest
-    systems = [rq.run_system("A", run_a), rq.run_system("B", run_b)]
-    with Progress(console=err, transient=True) as progress:
-        task = progress.add_task("evaluating queries", total=None)
-        report = rq.evaluate(
-            read_queries(queries),
-            read_qrels(truth),
-            systems,
-            k,
-            digests,
-            lambda i, n: progress.update(task, completed=i, total=n),
-        )
-    out.write_bytes(rq.report_json(report))
-    if csv_out is not None:
-        csv_out.write_bytes(rq.report_csv(report))
-    macro = {label: s["metrics"]["macro"] for label, s in report["systems"].items()}
-    for label, values in macro.items():
-        err.print(f"{label}: " + "  ".join(f"{m}@{k} {v:.4f}" for m, v in values.items()))
-    err.print(
-        "delta: "
-        + "  ".join(f"{m} {v:+.4f}" for m, v in report["delta"]["macro"].items())
-        + f"  ({report['queries_evaluated']} queries)"
-    )
-
-
 @app.command()
 def calibrate(
     golden: Annotated[
@@ -421,11 +366,16 @@ from verdictflow.ops_cli import monitor, topics  # noqa: E402
 app.command("monitor")(monitor)
 app.command("topics")(topics)
 
+# Retrieval A/B harness (spec 001, issue 7): the command lives in its module.
+from verdictflow.scoring_jobs.rq_command import rq_eval_command  # noqa: E402
+
+app.command("rq-eval")(rq_eval_command)
+
 
 def main() -> None:
     """Entry point: turn expected errors into one clear line and exit code 2."""
     try:
         app()
     except VerdictflowError as exc:
-        err.print(f"[red]error:[/] {exc}")
+        err.print(f"[red]error:[/] {exc}", soft_wrap=True)  # one line, however long
         sys.exit(2)

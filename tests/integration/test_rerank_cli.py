@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -18,7 +19,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_api_command_serves_search_from_artifacts(tmp_path: Path) -> None:
+def test_api_command_serves_search_and_rq_eval_queries_it(tmp_path: Path) -> None:
     npz = tmp_path / "vectors.npz"
     np.savez(
         npz,
@@ -47,6 +48,32 @@ def test_api_command_serves_search_from_artifacts(tmp_path: Path) -> None:
         body = httpx.post(f"{url}/search", json={"q": "banana bread", "top_k": 1}).json()
         assert body["items"][0]["doc_id"] == "b"
         assert body["items"][0]["quality"] == 0.9
+        # rq-eval with a url config against the live server, next to a run file.
+        (tmp_path / "url.yaml").write_text(f"url: {url}\ntrace: true\n")
+        (tmp_path / "q.tsv").write_text("q1\tbanana bread\nq2\tkafka logs\n")
+        (tmp_path / "qrels.tsv").write_text("q1\tb\t1\nq2\ta\t1\n")
+        (tmp_path / "b.run").write_text("q1 Q0 a 1 2.0 x\nq1 Q0 b 2 1.0 x\n")
+        files = {n: str(tmp_path / n) for n in ("q.tsv", "qrels.tsv", "url.yaml", "b.run")}
+        args = ["--queries", files["q.tsv"], "--truth", files["qrels.tsv"]]
+        args += ["--configA", files["url.yaml"], "--runB", files["b.run"], "--k", "1"]
+        args += ["--out", str(tmp_path / "r.json"), "--emit-traces"]
+        result = subprocess.run(
+            [sys.executable, "-m", "verdictflow", "rq-eval", *args],
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
+        assert result.returncode == 0, result.stderr
+        report = json.loads((tmp_path / "r.json").read_text())
+        assert report["systems"]["A"]["source"] == "url"
+        assert report["systems"]["A"]["metrics"]["macro"] == {
+            "recall": 1.0,
+            "mrr": 1.0,
+            "ndcg": 1.0,
+        }
+        assert report["systems"]["B"]["metrics"]["macro"]["mrr"] == 0.0  # B ranks a first
+        traced = (tmp_path / "r.traces.A.jsonl").read_text().splitlines()
+        assert json.loads(traced[0])["candidates"][0]["quality"] == 0.9
     finally:
         proc.terminate()
         proc.wait(20)

@@ -1,4 +1,4 @@
-"""Retrieval metrics: hand-computed cases, trec_eval's own fixtures, pytrec_eval on graded data."""
+"""Retrieval metrics: hand-computed cases, trec_eval's own fixtures, pytrec_eval and ranx."""
 
 from __future__ import annotations
 
@@ -134,3 +134,31 @@ def test_graded_ndcg_equals_pytrec_eval_with_exponential_gains():
         assert recall_at_k(ranked, judged, 10) == pytest.approx(
             lin_results[qid]["recall_10"], abs=1e-12
         )
+
+
+@needs_fixtures
+def test_graded_ndcg_equals_ranx_ndcg_burges_on_a_run_without_ties():
+    """ranx's ``ndcg_burges`` is the spec's variant (gain 2^rel - 1, log2(i + 1)) by name."""
+    ranx = pytest.importorskip("ranx")
+    qrels = read_trec_qrels(TREC / "test" / "qrels.rel_level")
+    run = read_trec_run(TREC / "test" / "results.test")
+    assert any(rel > 1 for judged in qrels.values() for rel in judged.values())  # really graded
+    # Distinct scores in our order: no tie for any implementation to break its own way.
+    ranked = {qid: rank_by_score(pairs) for qid, pairs in run.items()}
+    untied = {
+        qid: {d: float(len(docs) - i) for i, d in enumerate(docs)} for qid, docs in ranked.items()
+    }
+    theirs = ranx.evaluate(
+        ranx.Qrels(qrels),
+        ranx.Run(untied),
+        ["ndcg_burges@10", "ndcg_burges@100"],  # one metric: numba compiles each one (~20 s)
+        return_mean=False,
+    )
+    qids = sorted(untied)  # ranx orders queries by id
+    for metric, ours in (
+        ("ndcg_burges@10", partial(ndcg_at_k, k=10)),
+        ("ndcg_burges@100", partial(ndcg_at_k, k=100)),
+    ):
+        values = [ours(ranked[qid], qrels[qid]) for qid in qids]
+        assert values == pytest.approx(list(theirs[metric]), abs=1e-12), metric
+    assert any(0 < ndcg_at_k(ranked[q], qrels[q], 10) < 1 for q in qids)  # not trivially 0 or 1

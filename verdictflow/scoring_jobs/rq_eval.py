@@ -1,8 +1,9 @@
 """``verdictflow rq-eval``: retrieval quality of two systems side by side (spec 001).
 
 A system is a TREC run file (``--runA`` / ``--runB``), so runs from any retriever, or from the
-API's logs, are compared with the same metrics. Building verdictflow's own retriever in-process
-from a YAML config (``--configA`` / ``--configB``) comes with the retriever (issue 6).
+API's logs, are compared with the same metrics, or a YAML retriever config (``--configA`` /
+``--configB``): verdictflow's own retriever built in-process, or a running ``/search``
+(:mod:`verdictflow.scoring_jobs.rq_systems`). Either side may be either kind.
 
 Which queries are evaluated: every query that has at least one judgment in ``--truth``; each
 must appear in ``--queries`` (else the inputs are inconsistent). A query a run does not answer
@@ -16,8 +17,6 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -26,38 +25,14 @@ from verdictflow.evaluators.retrieval_metrics import (
     macro_average,
     mrr_at_k,
     ndcg_at_k,
-    rank_by_score,
     recall_at_k,
 )
-from verdictflow.scoring_jobs.rq_inputs import RQInputError, file_digest
-from verdictflow.scoring_jobs.trec_io import TrecFormatError, read_trec_run
+from verdictflow.scoring_jobs.rq_inputs import RQInputError
+from verdictflow.scoring_jobs.rq_systems import System
 
 SCHEMA_VERSION = 1
 METRIC_NAMES = ("recall", "mrr", "ndcg")
 DECIMALS = 6
-
-
-@dataclass(frozen=True)
-class System:
-    """One side of the comparison: where it came from and its ranking per query."""
-
-    label: str
-    source: str
-    path: str
-    digest: str
-    rankings: Mapping[str, Sequence[str]]
-
-
-def run_system(label: str, path: Path) -> System:
-    """A system from a TREC run file, ranked by score descending, ties by ``lex(id)``."""
-    try:
-        run = read_trec_run(path)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RQInputError(f"cannot read run {path}: {exc}") from None
-    except TrecFormatError as exc:
-        raise RQInputError(str(exc)) from None
-    rankings = {qid: rank_by_score(pairs) for qid, pairs in run.items()}
-    return System(label, "run", str(path), file_digest(path), rankings)
 
 
 def _round(x: float) -> float:
@@ -74,6 +49,16 @@ def query_metrics(ranking: Sequence[str], judged: Mapping[str, int], k: int) -> 
     }
 
 
+def check_judged_queries(queries: Mapping[str, str], qrels: Mapping[str, object]) -> None:
+    """Every judged query must be a known query (else the inputs do not belong together)."""
+    unknown = sorted(set(qrels) - set(queries))
+    if unknown:
+        raise RQInputError(
+            f"{len(unknown)} query ids in --truth are not in --queries "
+            f"(first: {', '.join(unknown[:5])})"
+        )
+
+
 def evaluate(
     queries: Mapping[str, str],
     qrels: Mapping[str, Mapping[str, int]],
@@ -81,14 +66,10 @@ def evaluate(
     k: int,
     digests: Mapping[str, str | None],
     progress: Callable[[int, int], None] | None = None,
+    traces: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The report (JSON-ready, stable key order) comparing ``systems`` (A then B)."""
-    unknown = sorted(set(qrels) - set(queries))
-    if unknown:
-        raise RQInputError(
-            f"{len(unknown)} query ids in --truth are not in --queries "
-            f"(first: {', '.join(unknown[:5])})"
-        )
+    check_judged_queries(queries, qrels)
     for system in systems:
         strays = sorted(set(system.rankings) - set(queries))
         if strays:
@@ -96,6 +77,7 @@ def evaluate(
                 f"{len(strays)} query ids in run {system.label} are not in "
                 f"--queries (first: {', '.join(strays[:5])})"
             )
+    traces = traces or {}
     qids = sorted(qrels)
     per_query: list[dict[str, Any]] = []
     exact: dict[str, dict[str, list[float]]] = {
@@ -134,6 +116,7 @@ def evaluate(
                 "source": s.source,
                 "config_path": s.path,
                 "config_digest": s.digest,
+                "traces": traces.get(s.label),
                 "metrics": {"macro": {m: _round(macro[s.label][m]) for m in METRIC_NAMES}},
             }
             for s in systems
@@ -148,6 +131,22 @@ def evaluate(
 
 def report_json(report: Mapping[str, Any]) -> bytes:
     return orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n"
+
+
+def traces_jsonl(system: System, qrels: Mapping[str, Mapping[str, int]]) -> bytes:
+    """One line per judged query (sorted by id): its ranked candidates and their judgments."""
+    assert system.traces is not None
+    lines = []
+    for qid in sorted(system.traces):
+        rows = [{**row, "rel": qrels.get(qid, {}).get(row["doc_id"])} for row in system.traces[qid]]
+        record = {
+            "qid": qid,
+            "system": system.label,
+            "config_digest": system.digest,
+            "candidates": rows,
+        }
+        lines.append(orjson.dumps(record))
+    return b"\n".join(lines) + b"\n"
 
 
 def report_csv(report: Mapping[str, Any]) -> bytes:

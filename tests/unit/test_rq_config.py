@@ -1,0 +1,101 @@
+"""rq-eval retriever configs: strict validation, quality resolution, behavioural digest."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from verdictflow.scoring_jobs.rq_config import load_config
+from verdictflow.scoring_jobs.rq_inputs import RQInputError
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+BLENDED = """\
+# a comment
+mode: dense
+weights: {w_cos: 0.85, w_quality: 0.15}
+quality: q/id_quality.jsonl
+name: blended
+trace: false
+"""
+
+
+@pytest.fixture
+def quality(tmp_path: Path) -> Path:
+    return write(tmp_path / "q" / "id_quality.jsonl", '{"doc_id": "d1", "quality": 0.9}\n')
+
+
+def test_defaults_are_the_apis(tmp_path: Path) -> None:
+    loaded = load_config(write(tmp_path / "c.yaml", "{}\n"))
+    config = loaded.config
+    assert (config.mode, config.embedder, config.dim, config.index) == (
+        "dense",
+        "hashing",
+        384,
+        "auto",
+    )
+    assert (config.weights.w_cos, config.weights.w_quality) == (0.85, 0.15)
+    assert (loaded.quality_path, config.trace, config.url) == (None, False, None)
+
+
+def test_digest_ignores_labels_comments_and_key_order(tmp_path: Path, quality: Path) -> None:
+    a = load_config(write(tmp_path / "a.yaml", BLENDED))
+    reordered = "trace: true\nname: other\nquality: q/id_quality.jsonl\n" + (
+        "weights: {w_quality: 0.15, w_cos: 0.85}\nmode: dense\n"
+    )
+    b = load_config(write(tmp_path / "b.yaml", reordered))
+    assert a.quality_path == quality  # resolved against the config's directory
+    assert a.digest == b.digest
+
+
+def test_digest_follows_what_changes_rankings(tmp_path: Path, quality: Path) -> None:
+    base = load_config(write(tmp_path / "a.yaml", BLENDED)).digest
+    heavier = BLENDED.replace("w_quality: 0.15", "w_quality: 0.3")
+    assert load_config(write(tmp_path / "b.yaml", heavier)).digest != base
+    lexical = BLENDED.replace("mode: dense", "mode: lexical")
+    assert load_config(write(tmp_path / "c.yaml", lexical)).digest != base
+    quality.write_text('{"doc_id": "d1", "quality": 0.1}\n')  # same path, other values
+    assert load_config(write(tmp_path / "d.yaml", BLENDED)).digest != base
+
+
+def test_quality_source_is_irrelevant_without_quality_weight(tmp_path: Path, quality: Path) -> None:
+    with_file = "weights: {w_cos: 1.0, w_quality: 0.0}\nquality: q/id_quality.jsonl\n"
+    without = "weights: {w_cos: 1.0, w_quality: 0.0}\nquality: none\n"
+    assert (
+        load_config(write(tmp_path / "a.yaml", with_file)).digest
+        == load_config(write(tmp_path / "b.yaml", without)).digest
+    )
+
+
+def test_artifacts_means_score_quality_default_output(tmp_path: Path) -> None:
+    write(tmp_path / "artifacts" / "id_quality.jsonl", '{"doc_id": "d1", "quality": 0.5}\n')
+    loaded = load_config(write(tmp_path / "c.yaml", "quality: artifacts\n"))
+    assert loaded.quality_path == tmp_path / "artifacts" / "id_quality.jsonl"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("mode: dense\n  weights: [\n", "bad YAML"),
+        ("- a list\n", "a YAML mapping"),
+        ("wieghts: {w_cos: 1}\n", "wieghts: Extra inputs are not permitted"),
+        ("weights: {w_cos: 1.5}\n", "weights.w_cos: Input should be less than or equal to 1"),
+        ("mode: sparse\n", "mode: Input should be 'dense', 'lexical' or 'hybrid'"),
+        ("quality: missing.jsonl\n", "missing.jsonl does not exist"),
+        ("url: http://h:1\nembedder: hashing\n", "the server owns embedder"),
+        ("url: ftp://h\n", "url: String should match pattern"),
+    ],
+)
+def test_bad_configs_are_one_clear_line(tmp_path: Path, text: str, message: str) -> None:
+    path = write(tmp_path / "c.yaml", text)
+    with pytest.raises(RQInputError) as info:
+        load_config(path)
+    assert message in str(info.value)
+    assert str(path) in str(info.value)
+    assert "\n" not in str(info.value)
