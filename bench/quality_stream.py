@@ -27,7 +27,6 @@ from pathlib import Path
 
 import orjson
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient
 from answers_throughput import fresh_settings, machine, output_span, raw_loop, run_process
 
 from verdictflow.samples.doc_corpus import WORDS
@@ -130,17 +129,22 @@ async def settle(s: Settings, n: int, idle: float, timeout: float) -> tuple[int,
 async def group_lag(s: Settings, consumer: AIOKafkaConsumer) -> int:
     """Records on ``docs`` and the internal topic not yet committed by the worker's group: a
     quiet output does not mean the worker has consumed everything (re-score requests it has
-    not read yet produce nothing until it does)."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=s.bootstrap_servers)
-    await admin.start()
-    try:
-        committed = await admin.list_consumer_group_offsets(s.app_id)
-    finally:
-        await admin.close()
+    not read yet produce nothing until it does). The committed offsets are read by a consumer
+    of the worker's group that only assigns partitions, so it never joins (no rebalance);
+    aiokafka's admin client cannot decode Tansu's OffsetFetch answer."""
     inputs = (f"{s.topic_prefix}docs", f"{s.topic_prefix}internal.doc-quality")
     parts = [TopicPartition(t, p) for t in inputs for p in range(s.partitions)]
+    reader = AIOKafkaConsumer(
+        bootstrap_servers=s.bootstrap_servers, group_id=s.app_id, enable_auto_commit=False
+    )
+    await reader.start()
+    try:
+        reader.assign(parts)
+        committed = {tp: await reader.committed(tp) for tp in parts}
+    finally:
+        await reader.stop()
     ends = await consumer.end_offsets(parts)
-    return sum(max(0, ends[tp] - (committed[tp].offset if tp in committed else 0)) for tp in parts)
+    return sum(max(0, ends[tp] - (committed[tp] or 0)) for tp in parts)
 
 
 async def raw_forwarder_latencies(s: Settings, lines: list[bytes]) -> list[float]:

@@ -131,6 +131,8 @@ def test_stream_index_counts_equal_batch_counts_in_any_insertion_order():
         for i in order:
             index.upsert(f"d{i}", unit[i])
         stream = [index.dup_count(f"d{i}") for i in range(len(vecs))]
+        one_search = [index.duplicates(f"d{i}")[0] for i in range(len(vecs))]
+        assert one_search == stream
         assert stream == batch.tolist()
 
 

@@ -89,7 +89,7 @@ class DocQualityProcessor:
 
     def _rescore_dups(self, entry: state.Entry, doc_id: str) -> state.Entry:
         index = self.reader.index
-        return state.set_dups(entry, index.dup_count(doc_id), index.dup_set(doc_id))
+        return state.set_dups(entry, *index.duplicates(doc_id))
 
     def _store(self, doc_id: str, old: state.Entry | None, entry: state.Entry) -> None:
         if old != entry:  # a replayed input changes nothing, and writes nothing

@@ -169,12 +169,23 @@ class DuplicateIndex:
     def dup_set(self, doc_id: str) -> list[str]:
         """Every other document at cosine >= threshold (sorted, at most MAX_DUP_SET): those
         whose duplicate count may change when ``doc_id`` changes."""
+        return self.duplicates(doc_id)[1]
+
+    def duplicates(self, doc_id: str) -> tuple[int, list[str]]:
+        """``(dups(doc_id), dup_set(doc_id))`` from one range search (the stream's hot path).
+
+        The range search (widened by ``_RANGE_SLACK``, then the exact float64 cosine) finds
+        *every* document at cosine >= threshold, so ``min(kdup, len(found))`` is the module's
+        definition itself; :meth:`dup_count`'s top-(kdup + 1) search gives the same number,
+        and the tests check both against :func:`batch_dup_counts`.
+        """
         unit = self._vec.get(doc_id)
         if unit is None or not unit.any():
-            return []
+            return 0, []
         _, _, found = self._index.range_search(unit[None, :], self.threshold - _RANGE_SLACK)
         others = sorted(self._doc[int(x)] for x in found if int(x) != self._label[doc_id])
         if not others:
-            return []
+            return 0, []
         cos = exact_cosines(unit, np.stack([self._vec[o] for o in others]))
-        return [o for o, c in zip(others, cos, strict=True) if c >= self.threshold][:MAX_DUP_SET]
+        dups = [o for o, c in zip(others, cos, strict=True) if c >= self.threshold]
+        return min(self.kdup, len(dups)), dups[:MAX_DUP_SET]
