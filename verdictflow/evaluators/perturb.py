@@ -14,7 +14,9 @@ very sentence supporting the answer (Q1 1.0 -> 0.0), which is a change of eviden
 
 from __future__ import annotations
 
-from verdictflow.models.events import AnswerEvent
+from pydantic import BaseModel
+
+from verdictflow.models.events import AnswerEvent, SummaryEvent
 
 _FULLWIDTH = {c: c + 0xFEE0 for c in range(0x21, 0x7F)}  # ASCII '!'..'~' -> U+FF01..U+FF5E
 
@@ -65,3 +67,30 @@ def perturbations(event: AnswerEvent) -> list[tuple[str, AnswerEvent]]:
         ),
         ("duplicate_context", event.model_copy(update={"contexts": contexts + contexts[:1]})),
     ]
+
+
+def summary_perturbations(event: SummaryEvent) -> list[tuple[str, SummaryEvent]]:
+    """The same surface changes for a summary judged against its article (case and
+    full-width forms of the summary, spacing of both); spaCy-based judges are not invariant."""
+    return [
+        ("case", event.model_copy(update={"summary": event.summary.upper()})),
+        (
+            "spacing",
+            event.model_copy(
+                update={
+                    "summary": "  ".join(event.summary.split()),
+                    "article": " ".join(event.article.split()) + " ",
+                }
+            ),
+        ),
+        ("fullwidth", event.model_copy(update={"summary": _fullwidth(event.summary)})),
+    ]
+
+
+def perturbations_of(event: BaseModel) -> list[tuple[str, BaseModel]]:
+    """The perturbations of an answer or a summary event."""
+    if isinstance(event, SummaryEvent):
+        return list(summary_perturbations(event))
+    if isinstance(event, AnswerEvent):
+        return list(perturbations(event))
+    raise TypeError(f"no perturbations for {type(event).__name__}")
