@@ -383,7 +383,7 @@ def api(
     overrides = {k: v for k, v in given.items() if v is not None}
     if npz is not None:
         overrides["source"] = "artifacts"
-    api_settings = ApiSettings(**overrides)  # type: ignore[arg-type]
+    api_settings = ApiSettings(**overrides)  # type: ignore[arg-type,unused-ignore]
     streams = build_settings(broker=broker, prefix=prefix) if npz is None else None
     serve(api_settings, streams, log_level)
 
@@ -420,6 +420,11 @@ from verdictflow.scoring_jobs.score_quality import score_quality  # noqa: E402
 
 app.command("score-quality")(score_quality)
 app.command("export-quality")(export_quality)
+
+from verdictflow.cli_audit import drift, ledger  # noqa: E402
+
+app.command("ledger")(ledger)
+app.command("drift")(drift)
 
 
 def main() -> None:

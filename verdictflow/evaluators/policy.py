@@ -92,7 +92,8 @@ class JudgePolicy(_Strict):
     max_text_chars: Annotated[int, Field(ge=50)] = 500  # per evidence string
 
     def threshold_for(self, judge: str) -> float:
-        return self.thresholds.get(judge, self.threshold)  # type: ignore[call-overload]
+        own = [t for name, t in self.thresholds.items() if name == judge]
+        return own[0] if own else self.threshold
 
 
 class ScoreReference(_Strict):

@@ -9,7 +9,8 @@ Pure given a parser: the stream agent and ``verdictflow eval summaries`` both ca
 - ``config_digest`` covers the judge configuration, the judge code version and the spaCy
   pipeline (name, version, components): a different model can move a score.
 - ``score`` = mean of the five metric scores (0-10); ``decision`` PASS at or above
-  the judge's threshold (policy ``judge``; a placeholder, 6.0, until calibrated), DEFER when any metric is an error.
+  the judge's threshold (policy ``judge``; a placeholder, 6.0, until calibrated), DEFER when
+  any metric is an error.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any, Literal
 
 import orjson
 
+from verdictflow.environment import environment_digest
 from verdictflow.evaluators.judge import common, judge_lock, twin_lock
 from verdictflow.evaluators.judge.rules import round_half_up
 from verdictflow.evaluators.judge.text import Parsed
@@ -49,8 +51,10 @@ class JudgeContext:
     config: JudgeConfig
     pipeline_version: str
     config_digest: str = field(init=False)
+    environment_digest: str = field(init=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "environment_digest", environment_digest())
         payload = {
             "code": JUDGE_CODE_VERSION,
             "config": self.config.model_dump(mode="json"),
@@ -103,6 +107,7 @@ def build_verdict(
         evidence=evidence,
         config_digest=ctx.config_digest,
         tokenizer_version=ctx.pipeline_version,
+        environment_digest=ctx.environment_digest,
         model=event.model,
         tenant=event.tenant,
         group=None,
