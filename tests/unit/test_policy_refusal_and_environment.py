@@ -52,3 +52,11 @@ def test_policy_change_and_environment_are_visible_in_every_verdict(tmp_path):
     assert first.stdout == second.stdout
     verdicts = [orjson.loads(line) for line in first.stdout.splitlines()]
     assert {v["environment_digest"] for v in verdicts} == {environment_digest()}
+
+
+def test_drift_needs_a_calibrated_policy(tmp_path):
+    plain = tmp_path / "plain.yaml"
+    plain.write_text("groundedness:\n  threshold: 0.9\n")
+    result = run_verdictflow("drift", "--policy", plain, "--broker", "kafka://127.0.0.1:1")
+    assert result.returncode == 2
+    assert "run `verdictflow calibrate` first" in result.stderr
