@@ -59,4 +59,4 @@ def test_drift_needs_a_calibrated_policy(tmp_path):
     plain.write_text("groundedness:\n  threshold: 0.9\n")
     result = run_verdictflow("drift", "--policy", plain, "--broker", "kafka://127.0.0.1:1")
     assert result.returncode == 2
-    assert "run `verdictflow calibrate` first" in result.stderr
+    assert "no calibration record" in result.stderr
