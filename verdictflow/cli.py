@@ -218,12 +218,14 @@ def eval_summaries(
         str | None, typer.Option(help="twin_lock, judge_lock or both (default: each event's)")
     ] = None,
     fmt: Annotated[str, typer.Option("--format", help="jsonl (verdicts) or table")] = "jsonl",
+    policy: PolicyOpt = None,
 ) -> None:
     """Judge summaries offline with the agent's code (Twin-Lock / Judge-Lock): one verdict per
     line on stdout, dead letters on stderr."""
+    from verdictflow.evaluators.policy import load_policy
     from verdictflow.scoring_jobs.eval_summaries import run_cli
 
-    run_cli(file, judge, fmt, err)
+    run_cli(file, judge, fmt, err, load_policy(policy).judge)
 
 
 @app.command("rq-eval")

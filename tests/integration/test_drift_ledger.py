@@ -98,8 +98,10 @@ def test_shift_halfway_raises_one_alert_and_the_ledger_is_idempotent(settings_fa
     assert [(a.kind, a.model, a.tenant) for a in alerts] == [("groundedness", "m", "t")]
     alert = alerts[0]
     assert alert.window_index == HALF // WINDOW  # the first window after the shift
-    assert alert.event_ts is not None and alert.event_ts >= DAY2
-    assert alert.value > 0.25 and alert.reference_digest == "g" * 64
+    assert alert.event_ts is not None
+    assert alert.event_ts >= DAY2
+    assert alert.value > 0.25
+    assert alert.reference_digest == "g" * 64
 
     ledger_dir = tmp_path / "ledger"
     first = asyncio.run(run_ledger(settings, ledger_dir, [topic_g, topic_r], timeout=3))

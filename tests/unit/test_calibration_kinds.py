@@ -59,7 +59,8 @@ def test_hallucination_is_lower_is_better_in_closed_form():
     rec = result.record
     assert (rec.direction, rec.threshold, rec.raw_threshold, rec.margin) == ("lower", 0.3, 0.3, 0)
     assert (rec.expected_tpr, rec.expected_fpr, rec.deferred_rows) == (2 / 3, 0.0, 1)
-    assert rec.reference is not None and rec.reference.deferred_share == 0.2
+    assert rec.reference is not None
+    assert rec.reference.deferred_share == 0.2
 
 
 def test_hallucination_fairness_one_group_forces_a_stricter_threshold():
@@ -121,13 +122,14 @@ def test_judge_golden_set_calibrates_with_summary_events(tmp_path):
                 gate(scores[e.id], 6),
                 {},
                 VerdictMeta(),
-            )  # fmt: skip
+            )
             for e in events
         ]
 
     result = cal.calibrate(golden, "judge.judge_lock", Policy(), scorer=score)
     assert result.policy.judge.thresholds == {"judge_lock": 8.0}
-    assert result.record.reference is not None and result.record.reference.edges[-1] == 10.0
+    assert result.record.reference is not None
+    assert result.record.reference.edges[-1] == 10.0
 
 
 def completeness_row(i: int, covered: int, label: str) -> dict[str, object]:

@@ -45,7 +45,8 @@ def test_a_shift_halfway_raises_exactly_one_alert():
     assert len(transitions) == 1
     i, t = transitions[0]
     assert (i, t.window_index, t.window_size) == (1099, 10, 100)  # the first shifted window
-    assert t.psi > 1.0 and t.window_mean == pytest.approx(0.945)
+    assert t.psi > 1.0
+    assert t.window_mean == pytest.approx(0.945)
     assert (t.first_ts, t.last_ts) == (1000.0, 1099.0)
     assert m.drifting(KEY)
 
@@ -80,5 +81,5 @@ def test_defer_is_a_bin_of_its_own_and_keys_are_separate():
 def test_uncalibrated_kinds_are_ignored_and_bad_settings_refused():
     m = monitor(window=10)
     assert all(m.observe(DriftKey("relevance", None, None), 0.0) is None for _ in range(100))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="exit_psi"):
         DriftMonitor({}, window=10, enter_psi=0.1, exit_psi=0.2)
