@@ -126,6 +126,7 @@ class CalibrationRecord(_Strict):
     expected_fpr: Unit
     worst_group: str | None = None
     direction: Literal["higher", "lower"] = "higher"
+    perturbations: list[str] = []  # the perturbations the margin was measured under
     reference: ScoreReference | None = None
 
 

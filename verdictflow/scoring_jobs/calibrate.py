@@ -28,7 +28,7 @@ from verdictflow.evaluators.calibration import (
     variance_margin,
 )
 from verdictflow.evaluators.drift import score_reference
-from verdictflow.evaluators.perturb import perturbations_of
+from verdictflow.evaluators.perturb import ALL_PERTURBATIONS, perturbations_of
 from verdictflow.evaluators.policy import CalibrationRecord, Policy
 from verdictflow.models.codec import summarize_validation_error
 from verdictflow.scoring_jobs.calibration_kinds import (
@@ -141,6 +141,7 @@ def calibrate(
         expected_fpr=fpr,
         worst_group=choice.worst_group,
         direction=spec.direction,
+        perturbations=sorted(spec.perturbations or ALL_PERTURBATIONS),
         reference=reference,
     )
     data = base.model_dump(mode="json")
@@ -165,7 +166,7 @@ def _spreads(
     """Each item's largest gate-score change over its perturbations (all scored in one batch).
     A perturbation that turns a scored item into a DEFER (or back) counts as no spread: that is
     a change of decision the DEFER rule already fails closed on, not noise in the score."""
-    variants = [[p for _, p in perturbations_of(e)] for e in events]
+    variants = [[p for _, p in perturbations_of(e, spec.perturbations)] for e in events]
     flat = [p for group in variants for p in group]
     perturbed = [spec.to_gate(v) for v in score_all(flat, base)] if flat else []
     spreads, i = [], 0

@@ -26,6 +26,8 @@ from verdictflow.models.verdicts import Decision, Verdict
 ANSWER_KINDS = ("groundedness", "consistency", "relevance", "completeness", "hallucination")
 JUDGE_KINDS = ("judge.twin_lock", "judge.judge_lock")
 KINDS = ANSWER_KINDS + JUDGE_KINDS
+#: Perturbations for scorers on spaCy's cased model (why: ``evaluators/perturb``).
+MODEL_PERTURBATIONS = frozenset({"spacing", "order", "duplicate_context"})
 #: Scores a list of golden events (one verdict each, in order) under a policy.
 BatchScorer = Callable[[Sequence[Any], Policy], list[Verdict]]
 
@@ -40,6 +42,7 @@ class KindSpec:
     event_model: type[BaseModel]
     direction: Literal["higher", "lower"]
     scale: float  # the score's upper bound: 1 for answer kinds, 10 for judges
+    perturbations: frozenset[str] | None = None  # None: all of them (see evaluators/perturb)
 
     def to_gate(self, verdict: Verdict) -> float:
         """The verdict's score in gate space; a DEFER never passes."""
@@ -67,8 +70,10 @@ def spec_for(kind: str) -> KindSpec:
     if kind not in KINDS:
         raise CalibrationError(f"kind {kind!r} cannot be calibrated; kinds: " + ", ".join(KINDS))
     if kind in JUDGE_KINDS:
-        return KindSpec(kind, SummaryEvent, "higher", 10.0)
-    return KindSpec(kind, AnswerEvent, "lower" if kind == "hallucination" else "higher", 1.0)
+        return KindSpec(kind, SummaryEvent, "higher", 10.0, MODEL_PERTURBATIONS)
+    if kind == "hallucination":
+        return KindSpec(kind, AnswerEvent, "lower", 1.0, MODEL_PERTURBATIONS)
+    return KindSpec(kind, AnswerEvent, "higher", 1.0)
 
 
 def batch_scorer(kind: str, idf_stats: str | None = "default") -> BatchScorer:
