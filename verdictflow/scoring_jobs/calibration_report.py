@@ -37,7 +37,7 @@ def write_report(result: Calibration, out_dir: Path) -> list[Path]:
         [rec.expected_tpr],
         color="red",
         zorder=3,
-        label=f"threshold {rec.threshold:.3f}",
+        label=f"threshold {'<=' if rec.direction == 'lower' else '>='} {rec.threshold:.3f}",
     )
     roc_ax.set(
         xlabel="false positive rate (fail items passed)",
