@@ -13,6 +13,13 @@ import typer
 
 from verdictflow.cli import BrokerOpt, PrefixOpt, build_settings, err
 
+
+def _setup_logging() -> None:
+    """Our own messages at INFO (drift alerts, skipped records); the Kafka client's at WARNING."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("verdictflow").setLevel(logging.INFO)
+
+
 TimeoutOpt = Annotated[
     float | None, typer.Option(help="Stop after S idle seconds (default: run until Ctrl-C)")
 ]
@@ -33,7 +40,7 @@ def ledger(
     from verdictflow.streams.topics import VERDICT_TOPICS
 
     settings = build_settings(broker=broker, prefix=prefix)
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    _setup_logging()
     result = asyncio.run(run_ledger(settings, out, topic or VERDICT_TOPICS, timeout=timeout))
     err.print(
         f"ledger {out}: {result.written} verdicts written, {result.duplicates} already there, "
@@ -61,7 +68,7 @@ def drift(
     from verdictflow.scoring_jobs.drift import run_drift
 
     settings = build_settings(broker=broker, prefix=prefix)
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    _setup_logging()
 
     def show(alert: DriftAlert) -> None:
         sys.stdout.buffer.write(encode(alert) + b"\n")

@@ -1,5 +1,6 @@
 """On the embedded broker: a verdict replay whose groundedness scores shift halfway raises
-exactly one drift alert (and none for relevance, which does not shift); the ledger files every
+exactly one drift alert per affected kind (groundedness, Twin-Lock on 0-10), and none for
+relevance, which does not shift; the ledger files every
 verdict once by event day and kind, and a second run adds nothing."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from tests.conftest import run_verdictflow, settings_env
 from verdictflow.evaluators.answer_verdicts import ScoringContext, VerdictMeta, build_verdict
 from verdictflow.evaluators.drift import score_reference
 from verdictflow.evaluators.policy import CalibrationRecord, Policy, gate
@@ -31,17 +33,22 @@ DAY1, DAY2 = 1_767_225_600.0, 1_767_312_000.0  # 2026-01-01 and 2026-01-02, 00:0
 CALIBRATION = [i / 100 for i in range(100)]
 
 
-def verdicts(kind: VerdictKind, shift: bool) -> list[bytes]:
+def verdicts(kind: VerdictKind, shift: bool, scale: float = 1.0) -> list[bytes]:
     """2 * HALF verdicts of one kind: the first half spread like the calibration set, the
-    second half the same or (``shift``) all in the top bin; halves on consecutive days."""
+    second half the same or (``shift``) all in the bottom bin; halves on consecutive days.
+    Judge verdicts (``scale`` 10) are Twin-Lock's."""
     ctx = ScoringContext(Policy())
     out = []
     for i in range(2 * HALF):
         second = i >= HALF
-        score = 0.9 + (i % 10) / 100 if (second and shift) else CALIBRATION[(i * 37) % 100]
+        unit = (i % 10) / 100 if (second and shift) else CALIBRATION[(i * 37) % 100]
+        score = unit * scale
         meta = VerdictMeta(model="m", tenant="t", event_ts=(DAY2 if second else DAY1) + i)
         v = build_verdict(ctx, kind, f"{kind.value}-{i}", score, 0.5, gate(score, 0.5), {}, meta)
-        out.append(orjson.dumps(v.model_dump(mode="json")))
+        record = v.model_dump(mode="json")
+        if kind is VerdictKind.JUDGE:
+            record.update(judge="twin_lock", metrics={})
+        out.append(orjson.dumps(record))
     return out
 
 
@@ -52,7 +59,13 @@ def calibrated_policy() -> Policy:
         margin_quantile=0.95, threshold=0.5, expected_tpr=1.0, expected_fpr=0.0,
         reference=score_reference(CALIBRATION),
     )  # fmt: skip
-    return Policy(calibration={"groundedness": record, "relevance": record})
+    judge = record.model_copy(
+        update={"threshold": 5.0, "raw_threshold": 5.0, "reference": score_reference(
+            [10 * c for c in CALIBRATION], scale=10.0)}
+    )  # fmt: skip
+    return Policy(
+        calibration={"groundedness": record, "relevance": record, "judge.twin_lock": judge}
+    )
 
 
 async def produce(settings: Settings, records: dict[str, list[bytes]]) -> None:
@@ -83,19 +96,29 @@ def test_shift_halfway_raises_one_alert_and_the_ledger_is_idempotent(settings_fa
     settings = settings_factory()
     grounded = verdicts(VerdictKind.GROUNDEDNESS, shift=True)
     relevant = verdicts(VerdictKind.RELEVANCE, shift=False)
+    judged = verdicts(VerdictKind.JUDGE, shift=True, scale=10.0)
     topic_g = verdict_topic(VerdictKind.GROUNDEDNESS)
     topic_r = verdict_topic(VerdictKind.RELEVANCE)
+    topic_j = verdict_topic(VerdictKind.JUDGE)
     # a redelivered verdict (same id and bytes) and a record that is not a verdict
     asyncio.run(
-        produce(settings, {topic_g: [*grounded, grounded[0], b"not json"], topic_r: relevant})
+        produce(
+            settings,
+            {topic_g: [*grounded, grounded[0], b"not json"], topic_r: relevant, topic_j: judged},
+        )
     )
 
     watcher = asyncio.run(
         run_drift(settings, calibrated_policy(), window=WINDOW, from_beginning=True, timeout=3)
     )
-    assert (watcher.seen, watcher.skipped) == (4 * HALF + 1, 1)
-    alerts = asyncio.run(read_alerts(settings))
-    assert [(a.kind, a.model, a.tenant) for a in alerts] == [("groundedness", "m", "t")]
+    assert (watcher.seen, watcher.skipped) == (6 * HALF + 1, 1)
+    alerts = sorted(asyncio.run(read_alerts(settings)), key=lambda a: a.kind)
+    assert [(a.kind, a.model, a.tenant) for a in alerts] == [
+        ("groundedness", "m", "t"),
+        ("judge.twin_lock", "m", "t"),
+    ]
+    assert alerts[1].window_index == HALF // WINDOW
+    assert alerts[1].reference_threshold == 5.0
     alert = alerts[0]
     assert alert.window_index == HALF // WINDOW  # the first window after the shift
     assert alert.event_ts is not None
@@ -115,8 +138,14 @@ def test_shift_halfway_raises_one_alert_and_the_ledger_is_idempotent(settings_fa
     ]
     day1 = (ledger_dir / "2026-01-01" / "groundedness.jsonl").read_bytes().splitlines()
     assert day1 == grounded[:HALF]  # the records as they were on the topic, in order
-    second = asyncio.run(run_ledger(settings, ledger_dir, [topic_g, topic_r], timeout=3))
-    assert (second.written, second.duplicates) == (0, 4 * HALF + 1)
+    # A second run, through the command line in another process, adds nothing.
+    second = run_verdictflow(
+        "ledger", "--out", ledger_dir, "--topic", topic_g, "--topic", topic_r,
+        "--timeout", 3, env=settings_env(settings),
+    )  # fmt: skip
+    assert second.returncode == 0, second.stderr
+    summary = " ".join(second.stderr.split())
+    assert f"0 verdicts written, {4 * HALF + 1} already there, 1 records skipped" in summary
     assert (
         sum(len(Path(p).read_bytes().splitlines()) for p in ledger_dir.rglob("*.jsonl")) == 4 * HALF
     )

@@ -43,14 +43,20 @@ def test_policy_change_and_environment_are_visible_in_every_verdict(tmp_path):
     assert default.environment_digest == stricter.environment_digest == environment_digest()
     assert len(environment_digest()) == 32
     assert {"python", "spacy", "scikit-learn", "verdictflow"} <= environment_manifest().keys()
-    # A separate process (the offline eval) computes the same environment hash.
+    # A separate process (the offline eval) computes the same hash, and the same bytes as
+    # this process does.
+    from verdictflow.models.codec import encode
+    from verdictflow.scoring_jobs.eval_answers import evaluate_answers
+    from verdictflow.scoring_setup import load_scoring
+
+    line = orjson.dumps(event.model_dump(mode="json"))
     sample = tmp_path / "a.jsonl"
-    sample.write_bytes(orjson.dumps(event.model_dump(mode="json")) + b"\n")
-    first = run_verdictflow("eval", "answers", sample, "--idf-stats", "none")
-    second = run_verdictflow("eval", "answers", sample, "--idf-stats", "none")
-    assert first.returncode == 0, first.stderr
-    assert first.stdout == second.stdout
-    verdicts = [orjson.loads(line) for line in first.stdout.splitlines()]
+    sample.write_bytes(line + b"\n")
+    child = run_verdictflow("eval", "answers", sample, "--idf-stats", "none")
+    assert child.returncode == 0, child.stderr
+    here = [o.verdict for o in evaluate_answers([line], load_scoring(Policy(), "none"))]
+    assert child.stdout.encode() == b"".join(encode(v) + b"\n" for v in here if v)
+    verdicts = [orjson.loads(line) for line in child.stdout.splitlines()]
     assert {v["environment_digest"] for v in verdicts} == {environment_digest()}
 
 
