@@ -222,12 +222,14 @@ def eval_summaries(
         str | None, typer.Option(help="twin_lock, judge_lock or both (default: each event's)")
     ] = None,
     fmt: Annotated[str, typer.Option("--format", help="jsonl (verdicts) or table")] = "jsonl",
+    policy: PolicyOpt = None,
 ) -> None:
     """Judge summaries offline with the agent's code (Twin-Lock / Judge-Lock): one verdict per
     line on stdout, dead letters on stderr."""
+    from verdictflow.evaluators.policy import load_policy
     from verdictflow.scoring_jobs.eval_summaries import run_cli
 
-    run_cli(file, judge, fmt, err)
+    run_cli(file, judge, fmt, err, load_policy(policy).judge)
 
 
 @app.command()
@@ -238,7 +240,13 @@ def calibrate(
             exists=True, dir_okay=False, help="JSONL: events + label (pass/fail) + group?"
         ),
     ],
-    kind: Annotated[str, typer.Option(help="groundedness or consistency")],
+    kind: Annotated[
+        str,
+        typer.Option(
+            help="groundedness, consistency, relevance, completeness, hallucination, "
+            "judge.twin_lock or judge.judge_lock"
+        ),
+    ],
     cost_fp: Annotated[float, typer.Option(min=0, help="Cost of passing a fail item")] = 1.0,
     cost_fn: Annotated[float, typer.Option(min=0, help="Cost of failing a pass item")] = 1.0,
     max_fpr: Annotated[
@@ -256,9 +264,10 @@ def calibrate(
     """Choose a kind's threshold from a labelled golden set; write a policy (and a report)."""
     from verdictflow.evaluators.policy import load_policy
     from verdictflow.scoring_jobs import calibrate as cal
+    from verdictflow.scoring_jobs.calibration_report import write_report
 
     result = cal.calibrate(
-        cal.read_golden(golden),
+        cal.read_golden(golden, kind),
         kind,
         load_policy(policy),
         cost_fp=cost_fp,
@@ -269,13 +278,15 @@ def calibrate(
     out.write_text(cal.policy_yaml(result.policy))
     rec = result.record
     err.print(
-        f"{kind}: threshold {rec.threshold:.4f} (raw {rec.raw_threshold:.4f} + margin "
-        f"{rec.margin:.4f}), expected TPR {rec.expected_tpr:.4f}, FPR {rec.expected_fpr:.4f}"
+        f"{kind}: threshold {rec.threshold:.4f} (raw {rec.raw_threshold:.4f} "
+        f"{'-' if rec.direction == 'lower' else '+'} margin {rec.margin:.4f}; "
+        f"{'at most' if rec.direction == 'lower' else 'at least'} passes), "
+        f"expected TPR {rec.expected_tpr:.4f}, FPR {rec.expected_fpr:.4f}"
         + (f", worst group {rec.worst_group}" if rec.worst_group else "")
         + f"; policy written to {out}"
     )
     if report is not None:
-        for path in cal.write_report(result, report):
+        for path in write_report(result, report):
             err.print(f"report: {path}")
 
 
@@ -323,7 +334,7 @@ def api(
     overrides = {k: v for k, v in given.items() if v is not None}
     if npz is not None:
         overrides["source"] = "artifacts"
-    api_settings = ApiSettings(**overrides)  # type: ignore[arg-type]
+    api_settings = ApiSettings(**overrides)  # type: ignore[arg-type,unused-ignore]
     streams = build_settings(broker=broker, prefix=prefix) if npz is None else None
     serve(api_settings, streams, log_level)
 
@@ -370,6 +381,11 @@ app.command("topics")(topics)
 from verdictflow.scoring_jobs.rq_command import rq_eval_command  # noqa: E402
 
 app.command("rq-eval")(rq_eval_command)
+
+from verdictflow.cli_audit import drift, ledger  # noqa: E402
+
+app.command("ledger")(ledger)
+app.command("drift")(drift)
 
 
 def main() -> None:

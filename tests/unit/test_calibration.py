@@ -117,7 +117,7 @@ def test_cli_calibrates_groundedness_and_the_policy_takes_effect(tmp_path):
                 b'{"id": "b", "answer": "y", "label": "fail"}',
             ],
             ["--kind", "judge.coverage"],
-            "cannot be calibrated yet",
+            "cannot be calibrated",
         ),
     ],
 )

@@ -22,7 +22,7 @@ import faust
 
 from verdictflow.evaluators.answer_verdicts import ScoringContext
 from verdictflow.evaluators.judge.text import parse_all
-from verdictflow.evaluators.judge.verdicts import JudgeConfig, JudgeContext, Parser, score_batch
+from verdictflow.evaluators.judge.verdicts import JudgeContext, Parser, score_batch
 from verdictflow.exceptions import InvalidEvent
 from verdictflow.models.codec import decode, encode
 from verdictflow.models.events import SummaryEvent
@@ -100,7 +100,7 @@ def register(
     def judge_context() -> tuple[Parser, JudgeContext]:
         if "ctx" not in state:
             parse, version = parser()
-            state["parse"], state["ctx"] = parse, JudgeContext(JudgeConfig(), version)
+            state["parse"], state["ctx"] = parse, JudgeContext(ctx.policy.judge, version)
         return state["parse"], state["ctx"]
 
     def judge_batch(records: list[Record]) -> list[list[Output]]:

@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 
+from verdictflow.environment import environment_digest
 from verdictflow.evaluators.consistency import mean_pairwise_jaccard
 from verdictflow.evaluators.groundedness import groundedness
 from verdictflow.evaluators.policy import Policy, defer, gate
@@ -36,9 +37,11 @@ class ScoringContext:
     nlp_version: str | None = None
     tokenizer: Tokenizer = field(init=False)
     config_digest: str = field(init=False)
+    environment_digest: str = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tokenizer", self.policy.make_tokenizer())
+        object.__setattr__(self, "environment_digest", environment_digest())
         material = {
             "policy": self.policy.digest(),
             "background": self.background.digest if self.background is not None else None,
@@ -98,6 +101,7 @@ def build_verdict(
         evidence=evidence,
         config_digest=ctx.config_digest,
         tokenizer_version=tokenizer_version or ctx.tokenizer.version,
+        environment_digest=ctx.environment_digest,
         model=meta.model,
         tenant=meta.tenant,
         group=meta.group,

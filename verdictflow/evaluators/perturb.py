@@ -8,14 +8,24 @@ scorer itself wobbles on inputs that mean the same, and becomes a safety margin 
 threshold. The lexical Q1 and Q2 are invariant to all of them by construction (their margin
 is 0, which a test checks); model-based scores will not be.
 
+Scorers built on spaCy's cased statistical model (hallucination, the judges) get only the
+spacing, order and duplicate-context perturbations: an all-capitals or full-width answer is
+out of the model's training distribution (on 120 HaluEval answers, capitals moved the
+hallucination score by up to 0.5 at P95 and full-width forms by 1.0, since the hallucination
+anchors are not NFKC-folded), which would turn the margin into "never pass" rather than
+measure the scorer's noise on realistic inputs.
+
 Deliberately absent: dropping context sentences. It was tried, and on HaluEval it removed the
 very sentence supporting the answer (Q1 1.0 -> 0.0), which is a change of evidence, not noise.
 """
 
 from __future__ import annotations
 
-from verdictflow.models.events import AnswerEvent
+from pydantic import BaseModel
 
+from verdictflow.models.events import AnswerEvent, SummaryEvent
+
+ALL_PERTURBATIONS = frozenset({"case", "spacing", "order", "fullwidth", "duplicate_context"})
 _FULLWIDTH = {c: c + 0xFEE0 for c in range(0x21, 0x7F)}  # ASCII '!'..'~' -> U+FF01..U+FF5E
 
 
@@ -65,3 +75,34 @@ def perturbations(event: AnswerEvent) -> list[tuple[str, AnswerEvent]]:
         ),
         ("duplicate_context", event.model_copy(update={"contexts": contexts + contexts[:1]})),
     ]
+
+
+def summary_perturbations(event: SummaryEvent) -> list[tuple[str, SummaryEvent]]:
+    """The same surface changes for a summary judged against its article (case and
+    full-width forms of the summary, spacing of both); spaCy-based judges are not invariant."""
+    return [
+        ("case", event.model_copy(update={"summary": event.summary.upper()})),
+        (
+            "spacing",
+            event.model_copy(
+                update={
+                    "summary": "  ".join(event.summary.split()),
+                    "article": " ".join(event.article.split()) + " ",
+                }
+            ),
+        ),
+        ("fullwidth", event.model_copy(update={"summary": _fullwidth(event.summary)})),
+    ]
+
+
+def perturbations_of(
+    event: BaseModel, names: frozenset[str] | None = None
+) -> list[tuple[str, BaseModel]]:
+    """The perturbations of an answer or a summary event (only ``names`` when given)."""
+    if isinstance(event, SummaryEvent):
+        found: list[tuple[str, BaseModel]] = list(summary_perturbations(event))
+    elif isinstance(event, AnswerEvent):
+        found = list(perturbations(event))
+    else:
+        raise TypeError(f"no perturbations for {type(event).__name__}")
+    return [(n, e) for n, e in found if names is None or n in names]

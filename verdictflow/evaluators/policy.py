@@ -77,8 +77,39 @@ class EvidencePolicy(_Strict):
     max_pairs: Annotated[int, Field(ge=0, le=10_000)] = 45
 
 
+JudgeName = Literal["twin_lock", "judge_lock"]
+JudgeScore = Annotated[float, Field(ge=0.0, le=10.0)]
+
+
+class JudgePolicy(_Strict):
+    """Summary judges (spec 002): scores are on 0-10; PASS at or above the judge's threshold.
+
+    ``threshold`` applies to every judge without its own entry in ``thresholds`` (where
+    ``verdictflow calibrate --kind judge.<judge>`` writes)."""
+
+    threshold: JudgeScore = 6.0
+    thresholds: dict[JudgeName, JudgeScore] = {}
+    max_text_chars: Annotated[int, Field(ge=50)] = 500  # per evidence string
+
+    def threshold_for(self, judge: str) -> float:
+        own = [t for name, t in self.thresholds.items() if name == judge]
+        return own[0] if own else self.threshold
+
+
+class ScoreReference(_Strict):
+    """The calibration set's score distribution, the drift monitor's baseline: the share of
+    scored items in each bin (``edges`` in the kind's own units, first and last bins closed),
+    and the share of items the scorer DEFERred."""
+
+    edges: list[float]
+    proportions: list[Annotated[float, Field(ge=0.0, le=1.0)]]
+    scored_rows: Annotated[int, Field(ge=1)]
+    deferred_share: Unit
+
+
 class CalibrationRecord(_Strict):
-    """Where a threshold came from (written by ``verdictflow calibrate``)."""
+    """Where a threshold came from (written by ``verdictflow calibrate``). Thresholds and the
+    margin are in the kind's own units (judge: 0-10); ``direction`` says which side passes."""
 
     golden_digest: str
     golden_rows: int
@@ -87,13 +118,16 @@ class CalibrationRecord(_Strict):
     cost_fp: float
     cost_fn: float
     max_fpr: float | None
-    raw_threshold: Unit
+    raw_threshold: Annotated[float, Field(ge=0.0, le=10.0)]
     margin: Annotated[float, Field(ge=0.0)]
     margin_quantile: Unit
-    threshold: Unit
+    threshold: Annotated[float, Field(ge=0.0, le=10.0)]
     expected_tpr: Unit
     expected_fpr: Unit
     worst_group: str | None = None
+    direction: Literal["higher", "lower"] = "higher"
+    perturbations: list[str] = []  # the perturbations the margin was measured under
+    reference: ScoreReference | None = None
 
 
 class Policy(_Strict):
@@ -106,6 +140,7 @@ class Policy(_Strict):
     relevance: RelevancePolicy = RelevancePolicy()
     completeness: CompletenessPolicy = CompletenessPolicy()
     hallucination: HallucinationPolicy = HallucinationPolicy()
+    judge: JudgePolicy = JudgePolicy()
     evidence: EvidencePolicy = EvidencePolicy()
     calibration: dict[str, CalibrationRecord] = {}
 

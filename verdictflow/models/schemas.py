@@ -7,6 +7,7 @@ from pathlib import Path
 import orjson
 from pydantic import BaseModel
 
+from verdictflow.models.alerts import DriftAlert
 from verdictflow.models.dead_letter import DeadLetter
 from verdictflow.models.events import AnswerEvent, DocUpdate, EdgeEvent, SummaryEvent
 from verdictflow.models.quality import DocQuality
@@ -19,6 +20,7 @@ TOPIC_VALUE_MODELS: dict[str, type[BaseModel]] = {
     "doc-edges": EdgeEvent,
     "doc-quality": DocQuality,
     "dead-letters": DeadLetter,
+    "alerts": DriftAlert,
     **{f"verdicts.{kind.value}": Verdict for kind in VerdictKind},
     "verdicts.judge": JudgeVerdict,
 }

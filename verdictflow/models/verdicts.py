@@ -84,6 +84,8 @@ class Verdict(BaseModel):
     evidence: dict[str, Any]
     config_digest: str
     tokenizer_version: str
+    #: Hash of the scoring packages' and model's versions (``verdictflow.environment``).
+    environment_digest: str | None = None
     model: str | None = None
     tenant: str | None = None
     group: str | None = None

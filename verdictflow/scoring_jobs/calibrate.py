@@ -1,16 +1,17 @@
 """``verdictflow calibrate``: choose a kind's threshold from a labelled golden set.
 
-A golden set is JSONL: each row an input event of the kind (AnswerEvent fields) plus
-``label`` (``pass`` or ``fail``) and an optional ``group``. Scores come from the production
-evaluators. The result is a policy file (the base policy with the new threshold and a
-``calibration`` record: golden digest, margin, expected FPR/TPR, worst group), and optionally
-a report directory with the ROC and DET curves (PNG), a table and the figures as JSON.
+A golden set is JSONL: each row an input event of the kind (AnswerEvent fields, or
+SummaryEvent fields for ``judge.<judge>``) plus ``label`` (``pass`` or ``fail``) and an
+optional ``group``. Scores come from the production evaluators (``calibration_kinds``). The
+result is a policy file (the base policy with the new threshold and a ``calibration`` record:
+golden digest, margin, expected FPR/TPR, worst group, direction, and the golden set's score
+distribution that the drift monitor compares traffic with), and optionally a report directory
+(``calibration_report``).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,8 +20,6 @@ import orjson
 import yaml
 from pydantic import ValidationError
 
-from verdictflow.evaluators import variant_groups as vg
-from verdictflow.evaluators.answer_verdicts import ScoringContext, score_groundedness
 from verdictflow.evaluators.calibration import (
     DEFER_SCORE,
     Choice,
@@ -28,27 +27,24 @@ from verdictflow.evaluators.calibration import (
     rates_at,
     variance_margin,
 )
-from verdictflow.evaluators.perturb import perturbations
+from verdictflow.evaluators.drift import score_reference
+from verdictflow.evaluators.perturb import ALL_PERTURBATIONS, perturbations_of
 from verdictflow.evaluators.policy import CalibrationRecord, Policy
-from verdictflow.exceptions import VerdictflowError
 from verdictflow.models.codec import summarize_validation_error
-from verdictflow.models.events import AnswerEvent
-from verdictflow.models.verdicts import Decision, Verdict
+from verdictflow.scoring_jobs.calibration_kinds import (
+    BatchScorer,
+    CalibrationError,
+    KindSpec,
+    batch_scorer,
+    spec_for,
+)
 
-Scorer = Callable[[AnswerEvent, ScoringContext], Verdict]
-KIND_SCORERS: dict[str, Scorer] = {
-    "groundedness": score_groundedness,
-    "consistency": vg.score_self_contained,
-}
-
-
-class CalibrationError(VerdictflowError):
-    """A golden set or option that calibration cannot use."""
+__all__ = ["Calibration", "CalibrationError", "GoldenSet", "calibrate", "read_golden"]
 
 
 @dataclass(frozen=True)
 class GoldenSet:
-    events: list[AnswerEvent]
+    events: list[Any]
     positives: list[bool]
     groups: list[str]
     digest: str
@@ -59,14 +55,17 @@ class Calibration:
     kind: str
     policy: Policy
     record: CalibrationRecord
-    scores: list[float]
+    scores: list[float]  # gate space: higher passes, DEFER = DEFER_SCORE
     positives: list[bool]
     groups: list[str]
     choice: Choice
     spreads: list[float]
+    gate_threshold: float
 
 
-def read_golden(path: Path) -> GoldenSet:
+def read_golden(path: Path, kind: str) -> GoldenSet:
+    """Parse a golden set for ``kind``, or raise :class:`CalibrationError` naming the line."""
+    model = spec_for(kind).event_model
     raw = path.read_bytes()
     events, positives, groups = [], [], []
     for n, line in enumerate(raw.splitlines(), start=1):
@@ -80,7 +79,7 @@ def read_golden(path: Path) -> GoldenSet:
         if label not in ("pass", "fail"):
             raise CalibrationError(f"{path}:{n}: label must be 'pass' or 'fail', got {label!r}")
         try:
-            events.append(AnswerEvent.model_validate(row))
+            events.append(model.model_validate(row))
         except ValidationError as exc:
             raise CalibrationError(f"{path}:{n}: {summarize_validation_error(exc)}") from None
         positives.append(label == "pass")
@@ -88,13 +87,6 @@ def read_golden(path: Path) -> GoldenSet:
     if len(set(positives)) < 2:
         raise CalibrationError(f"{path}: a golden set needs both pass and fail rows")
     return GoldenSet(events, positives, groups, hashlib.sha256(raw).hexdigest())
-
-
-def gate_score(verdict: Verdict) -> float:
-    """The score the gate compares; a DEFER never passes."""
-    if verdict.decision is Decision.DEFER or verdict.score is None:
-        return DEFER_SCORE
-    return verdict.score
 
 
 def calibrate(
@@ -106,18 +98,14 @@ def calibrate(
     cost_fn: float = 1.0,
     max_fpr: float | None = None,
     margin_quantile: float = 0.95,
+    scorer: BatchScorer | None = None,
 ) -> Calibration:
-    if kind not in KIND_SCORERS:
-        raise CalibrationError(
-            f"kind {kind!r} cannot be calibrated yet; scored kinds: " + ", ".join(KIND_SCORERS)
-        )
-    scorer = KIND_SCORERS[kind]
-    ctx = ScoringContext(base)
-    scores = [gate_score(scorer(e, ctx)) for e in golden.events]
-    spreads = []
-    for event, score in zip(golden.events, scores, strict=True):
-        perturbed = [gate_score(scorer(p, ctx)) for _, p in perturbations(event)]
-        spreads.append(max(abs(p - score) for p in perturbed))
+    """Score the golden set with the production code, choose the threshold, add the margin."""
+    spec = spec_for(kind)
+    score_all = scorer or batch_scorer(kind)
+    verdicts = score_all(golden.events, base)
+    scores = [spec.to_gate(v) for v in verdicts]
+    spreads = _spreads(golden.events, scores, spec, score_all, base)
     try:
         choice = choose_threshold(
             scores,
@@ -130,8 +118,13 @@ def calibrate(
     except ValueError as exc:
         raise CalibrationError(str(exc)) from None
     margin = variance_margin(spreads, margin_quantile)
-    threshold = min(1.0, choice.threshold + margin)
-    tpr, fpr = rates_at(threshold, scores, golden.positives)
+    gate_threshold = min(1.0, choice.threshold + margin)
+    tpr, fpr = rates_at(gate_threshold, scores, golden.positives)
+    threshold = spec.from_gate(gate_threshold)
+    try:
+        reference = score_reference([v.score for v in verdicts], spec.scale)
+    except ValueError as exc:
+        raise CalibrationError(f"{kind}: {exc}") from None
     record = CalibrationRecord(
         golden_digest=golden.digest,
         golden_rows=len(scores),
@@ -140,16 +133,19 @@ def calibrate(
         cost_fp=cost_fp,
         cost_fn=cost_fn,
         max_fpr=max_fpr,
-        raw_threshold=choice.threshold,
-        margin=margin,
+        raw_threshold=spec.from_gate(choice.threshold),
+        margin=round(margin * spec.scale, 12),
         margin_quantile=margin_quantile,
         threshold=threshold,
         expected_tpr=tpr,
         expected_fpr=fpr,
         worst_group=choice.worst_group,
+        direction=spec.direction,
+        perturbations=sorted(spec.perturbations or ALL_PERTURBATIONS),
+        reference=reference,
     )
     data = base.model_dump(mode="json")
-    data[kind] = {**data[kind], "threshold": threshold}
+    spec.set_threshold(data, threshold)
     data["calibration"] = {**data["calibration"], kind: record.model_dump(mode="json")}
     return Calibration(
         kind,
@@ -160,116 +156,30 @@ def calibrate(
         golden.groups,
         choice,
         spreads,
+        gate_threshold,
     )
+
+
+def _spreads(
+    events: list[Any], scores: list[float], spec: KindSpec, score_all: BatchScorer, base: Policy
+) -> list[float]:
+    """Each item's largest gate-score change over its perturbations (all scored in one batch).
+    A perturbation that turns a scored item into a DEFER (or back) counts as no spread: that is
+    a change of decision the DEFER rule already fails closed on, not noise in the score."""
+    variants = [[p for _, p in perturbations_of(e, spec.perturbations)] for e in events]
+    flat = [p for group in variants for p in group]
+    perturbed = [spec.to_gate(v) for v in score_all(flat, base)] if flat else []
+    spreads, i = [], 0
+    for score, group in zip(scores, variants, strict=True):
+        moved = [
+            abs(p - score)
+            for p in perturbed[i : i + len(group)]
+            if (p == DEFER_SCORE) == (score == DEFER_SCORE)
+        ]
+        spreads.append(max(moved, default=0.0))
+        i += len(group)
+    return spreads
 
 
 def policy_yaml(policy: Policy) -> str:
     return yaml.safe_dump(policy.model_dump(mode="json"), sort_keys=False)
-
-
-def write_report(result: Calibration, out_dir: Path) -> list[Path]:
-    """ROC and DET curves (PNG), a Markdown table and the figures as JSON."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from scipy.stats import norm
-    from sklearn.metrics import det_curve, roc_curve
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    fpr, tpr, _ = roc_curve(result.positives, result.scores)
-    det_fpr, det_fnr, _ = det_curve(result.positives, result.scores)
-    rec = result.record
-    fig, (roc_ax, det_ax) = plt.subplots(1, 2, figsize=(10, 4.5))
-    roc_ax.plot(fpr, tpr, label=f"{result.kind}")
-    roc_ax.plot([0, 1], [0, 1], linestyle=":", color="grey")
-    roc_ax.scatter(
-        [rec.expected_fpr],
-        [rec.expected_tpr],
-        color="red",
-        zorder=3,
-        label=f"threshold {rec.threshold:.3f}",
-    )
-    roc_ax.set(
-        xlabel="false positive rate (fail items passed)",
-        ylabel="true positive rate (pass items passed)",
-        title="ROC",
-    )
-    roc_ax.legend(loc="lower right")
-    clip = 1e-3
-    det_ax.plot(norm.ppf(_clip(det_fpr, clip)), norm.ppf(_clip(det_fnr, clip)))
-    det_ax.scatter(
-        [norm.ppf(_clip([rec.expected_fpr], clip)[0])],
-        [norm.ppf(_clip([1 - rec.expected_tpr], clip)[0])],
-        color="red",
-        zorder=3,
-    )
-    ticks = [0.001, 0.01, 0.05, 0.2, 0.5, 0.8, 0.95]
-    det_ax.set_xticks(norm.ppf(ticks), [f"{t:g}" for t in ticks])
-    det_ax.set_yticks(norm.ppf(ticks), [f"{t:g}" for t in ticks])
-    det_ax.set(xlabel="false positive rate", ylabel="false negative rate", title="DET (probit)")
-    fig.tight_layout()
-    png = out_dir / f"{result.kind}_roc_det.png"
-    fig.savefig(png, dpi=110, metadata={"Software": None})
-    plt.close(fig)
-    figures = _figures(result)
-    table = out_dir / f"{result.kind}_report.md"
-    table.write_text(_markdown(result.kind, figures))
-    figures_path = out_dir / f"{result.kind}_calibration.json"
-    figures_path.write_bytes(orjson.dumps(figures, option=orjson.OPT_INDENT_2) + b"\n")
-    return [png, table, figures_path]
-
-
-def _clip(values: Any, eps: float) -> Any:
-    import numpy as np
-
-    return np.clip(np.asarray(values, dtype=float), eps, 1 - eps)
-
-
-def _figures(result: Calibration) -> dict[str, Any]:
-    groups = sorted(set(result.groups))
-    per_group = {}
-    for g in groups:
-        idx = [i for i, name in enumerate(result.groups) if name == g]
-        tpr, fpr = rates_at(
-            result.record.threshold,
-            [result.scores[i] for i in idx],
-            [result.positives[i] for i in idx],
-        )
-        per_group[g] = {"rows": len(idx), "tpr": tpr, "fpr": fpr}
-    return {
-        "kind": result.kind,
-        **result.record.model_dump(mode="json"),
-        "margin_p95": variance_margin(result.spreads, 0.95),
-        "margin_p99": variance_margin(result.spreads, 0.99),
-        "groups": per_group,
-    }
-
-
-def _markdown(kind: str, f: dict[str, Any]) -> str:
-    lines = [f"# Calibration of `{kind}`", "", "| figure | value |", "|---|---|"]
-    for key in (
-        "golden_rows",
-        "deferred_rows",
-        "objective",
-        "cost_fp",
-        "cost_fn",
-        "max_fpr",
-        "raw_threshold",
-        "margin_p95",
-        "margin_p99",
-        "margin",
-        "threshold",
-        "expected_tpr",
-        "expected_fpr",
-        "worst_group",
-        "golden_digest",
-    ):
-        value = f[key]
-        lines.append(
-            f"| {key} | {value:.4f} |" if isinstance(value, float) else f"| {key} | {value} |"
-        )
-    lines += ["", "| group | rows | TPR | FPR |", "|---|---|---|---|"]
-    for g, v in f["groups"].items():
-        lines.append(f"| {g} | {v['rows']} | {v['tpr']:.4f} | {v['fpr']:.4f} |")
-    return "\n".join(lines) + "\n"

