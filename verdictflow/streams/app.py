@@ -11,6 +11,7 @@ import faust
 
 from verdictflow.evaluators.policy import Policy
 from verdictflow.scoring_setup import Scoring, load_scoring
+from verdictflow.streams import topic_guard
 from verdictflow.streams.outbox import FaustOutbox, Outbox, OutputProducer
 from verdictflow.streams.settings import Settings
 from verdictflow.streams.topics import ALL_TOPICS, full_name
@@ -93,6 +94,7 @@ def create_app(
     consistency.register(app, topics, new_outbox, ctx, settings)
     summaries.register(app, topics, new_outbox, ctx, settings)
     doc_quality.register(app, topics, new_outbox, settings)
+    topic_guard.register(app, settings)
     logger.info(
         "app %s on %s, policy digest %s", settings.app_id, settings.broker, ctx.config_digest[:12]
     )
