@@ -88,7 +88,10 @@ class OutputCollector:
                 self.verdicts.setdefault(orjson.loads(value)["verdict_id"], []).append(value)
 
     def wait_until(
-        self, condition: Callable[[], bool], timeout: float, alive: Callable[[], bool] = bool
+        self,
+        condition: Callable[[], bool],
+        timeout: float,
+        alive: Callable[[], bool] = lambda: True,
     ) -> bool:
         """Poll ``condition`` every 0.2 s; False at ``timeout`` (a bound on a hang, not a
         performance figure) or as soon as ``alive()`` turns false."""
