@@ -10,8 +10,9 @@ class VerdictflowError(Exception):
 class InvalidEvent(VerdictflowError):  # noqa: N818 - reads better at call sites than InvalidEventError
     """An input record that cannot be scored; it goes to the dead-letter topic.
 
-    ``code`` is a short machine-readable reason (``not_json``, ``invalid_utf8``, ``schema``,
-    ``oversized``, ``empty``, ``not_object``, ``internal_error``); ``detail`` is for humans.
+    ``code`` is a short machine-readable reason (``not_json``, ``invalid_utf8``, ``too_deep``,
+    ``schema``, ``oversized``, ``empty``, ``not_object``, ``internal_error``);
+    ``detail`` is for humans.
     """
 
     def __init__(self, code: str, detail: str) -> None:

@@ -34,7 +34,11 @@ def test_iso_timestamp_becomes_epoch_seconds():
         (b'{"id": "", "answer": "empty id"}', "schema"),
         (b'{"id": "a", "answer": "x", "contexts": "not a list"}', "schema"),
         (b'{"id": "a", "answer": "x", "expected_variants": 0}', "schema"),
-        (b"[" * 5000 + b"]" * 5000, "not_json"),
+        (b"[" * 5000 + b"]" * 5000, "too_deep"),
+        (b'{"a": ' * 1100 + b"1" + b"}" * 1100, "too_deep"),
+        (b"[" * 1000 + b"]" * 1000, "not_object"),  # under the limit: parsed
+        (b'{"id": "a", \xff "answer": "x"}', "invalid_utf8"),  # outside a string too
+        (b'{"id": "a", "answer": "trunc\xc3', "invalid_utf8"),  # cut inside a character
     ],
 )
 def test_malformed_values_raise_typed_reasons(raw, code):
@@ -57,3 +61,21 @@ def test_schema_error_names_the_field():
 def test_encode_round_trip():
     event = decode(orjson.dumps(VALID), AnswerEvent)
     assert decode(encode(event), AnswerEvent) == event
+
+
+def test_dead_letter_of_an_oversized_record_is_bounded_and_names_the_whole_value():
+    import hashlib
+
+    from verdictflow.models.dead_letter import RAW_PREVIEW_CHARS
+    from verdictflow.streams.records import Record, dead_letter
+
+    raw = b'{"id": "big", "answer": "' + "é".encode() * 600_000 + b'"}'
+    record = Record(topic="vf.answers", partition=3, offset=7, key=b"big", value=raw)
+    with pytest.raises(InvalidEvent) as info:
+        decode(raw, AnswerEvent)
+    letter = dead_letter(record, info.value)
+    assert letter.error_code == "oversized"
+    assert letter.raw_size == len(raw)
+    assert letter.raw_sha256 == hashlib.sha256(raw).hexdigest()
+    assert len(letter.raw) == RAW_PREVIEW_CHARS
+    assert len(encode(letter)) < 3 * RAW_PREVIEW_CHARS + 1024  # fits any broker's record limit

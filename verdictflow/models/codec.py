@@ -33,14 +33,30 @@ def decode(raw: bytes | None, model: type[M], *, max_bytes: int = DEFAULT_MAX_EV
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        code = "invalid_utf8" if "utf-8" in str(exc).lower() else "not_json"
-        raise InvalidEvent(code, str(exc)[:300]) from None
+        raise InvalidEvent(_json_error_code(raw, exc), str(exc)[:300]) from None
     if not isinstance(data, dict):
         raise InvalidEvent("not_object", f"expected a JSON object, got {type(data).__name__}")
     try:
         return model.model_validate(data)
     except ValidationError as exc:
         raise InvalidEvent("schema", summarize_validation_error(exc)) from None
+
+
+def _json_error_code(raw: bytes, exc: orjson.JSONDecodeError) -> str:
+    """Why a value is not JSON, as a dead-letter code.
+
+    orjson stops at the first error it meets, so invalid UTF-8 after a syntax error would be
+    reported as ``not_json``; the bytes are checked on this (rare) error path so that every
+    value that is not UTF-8 gets ``invalid_utf8``. ``too_deep``: nesting beyond orjson's limit
+    of 1024 levels (it refuses rather than exhaust the stack).
+    """
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return "invalid_utf8"
+    if "depth limit" in str(exc).lower() or "recursion" in str(exc).lower():
+        return "too_deep"
+    return "not_json"
 
 
 def summarize_validation_error(exc: ValidationError) -> str:

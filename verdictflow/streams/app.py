@@ -11,6 +11,7 @@ import faust
 
 from verdictflow.evaluators.policy import Policy
 from verdictflow.scoring_setup import Scoring, load_scoring
+from verdictflow.streams import topic_guard
 from verdictflow.streams.embedded_fetch import EmbeddedBrokerApp
 from verdictflow.streams.kafka_security import faust_credentials
 from verdictflow.streams.outbox import FaustOutbox, Outbox, OutputProducer
@@ -108,6 +109,7 @@ def create_app(
     consistency.register(app, topics, new_outbox, ctx, settings)
     summaries.register(app, topics, new_outbox, ctx, settings)
     doc_quality.register(app, topics, new_outbox, settings)
+    topic_guard.register(app, settings)
     logger.info(
         "app %s on %s, policy digest %s", settings.app_id, settings.broker, ctx.config_digest[:12]
     )

@@ -53,5 +53,6 @@ def dead_letter(record: Record, error: InvalidEvent) -> DeadLetter:
         error=error.detail,
         raw=DeadLetter.preview(record.value),
         raw_size=len(record.value or b""),
+        raw_sha256=DeadLetter.digest(record.value),
         ts=record.timestamp,
     )

@@ -40,6 +40,9 @@ class Settings(BaseSettings):
     batch_window_seconds: Annotated[float, Field(gt=0, le=10)] = 0.05
     consistency_tick_seconds: Annotated[float, Field(gt=0, le=3600)] = 1.0
     consistency_forget_seconds: Annotated[float, Field(gt=0)] = 600.0
+    #: How often a worker checks that the broker still has every registry topic (and declares
+    #: the missing ones: a broker restarted with empty storage comes back without them).
+    topic_check_seconds: Annotated[float, Field(gt=0, le=3600)] = 5.0
     web_enabled: bool = False
     web_port: int = 6066
     log_level: str = "info"

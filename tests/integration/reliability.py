@@ -1,0 +1,124 @@
+"""Helpers of the reliability tests (SIGKILL replay, broker restart, bad input).
+
+:class:`OutputCollector` reads every verdict and dead letter from the beginning in a background
+thread for the whole test, so a test can wait on conditions (``wait_until``) while it kills,
+restarts and replays, without re-reading the topics each time. :func:`expected_verdict_ids`
+names the verdicts a replay must produce without scoring it (the scoring is the slow part; its
+bytes are checked against the offline evaluation in test_answers_pipeline and on a sample).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import orjson
+
+from verdictflow.evaluators.answer_verdicts import verdict_id
+from verdictflow.exceptions import InvalidEvent
+from verdictflow.models.codec import decode
+from verdictflow.models.events import AnswerEvent
+from verdictflow.models.verdicts import VerdictKind
+from verdictflow.scoring_jobs.tail import tail
+from verdictflow.streams.settings import Settings
+from verdictflow.streams.topics import DEAD_LETTERS, VERDICT_TOPICS
+
+PER_ANSWER_KINDS = (
+    VerdictKind.GROUNDEDNESS,
+    VerdictKind.RELEVANCE,
+    VerdictKind.COMPLETENESS,
+    VerdictKind.HALLUCINATION,
+)
+
+
+def expected_verdict_ids(lines: Iterable[bytes], config_digest: str) -> set[str]:
+    """Ids of every verdict the answers pipeline emits for ``lines``: four per valid answer
+    (by answer id) and one consistency verdict per request (by group key)."""
+    ids: set[str] = set()
+    for line in lines:
+        try:
+            event = decode(line, AnswerEvent)
+        except InvalidEvent:
+            continue
+        ids.update(verdict_id(event.id, kind, config_digest) for kind in PER_ANSWER_KINDS)
+        ids.add(verdict_id(event.group_key, VerdictKind.CONSISTENCY, config_digest))
+    return ids
+
+
+class OutputCollector:
+    """Every verdict record (verdict_id -> raw values, duplicates kept) and dead letter."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.verdicts: dict[str, list[bytes]] = {}
+        self.dead: list[dict[str, object]] = []
+        self.records = 0
+        self._stop = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="output-collector", daemon=True)
+
+    def __enter__(self) -> OutputCollector:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._read())
+        except BaseException as exc:  # surfaced by wait_until
+            self._error = exc
+
+    async def _read(self) -> None:
+        async for topic, value in tail(
+            [*VERDICT_TOPICS, DEAD_LETTERS],
+            self.settings,
+            from_beginning=True,
+            should_stop=self._stop.is_set,
+        ):
+            self.records += 1
+            if topic.endswith(DEAD_LETTERS):
+                self.dead.append(orjson.loads(value))
+            else:
+                self.verdicts.setdefault(orjson.loads(value)["verdict_id"], []).append(value)
+
+    def wait_until(
+        self,
+        condition: Callable[[], bool],
+        timeout: float,
+        alive: Callable[[], bool] = lambda: True,
+    ) -> bool:
+        """Poll ``condition`` every 0.2 s; False at ``timeout`` (a bound on a hang, not a
+        performance figure) or as soon as ``alive()`` turns false."""
+        deadline = time.monotonic() + timeout
+        while not condition():
+            if self._error is not None:
+                raise RuntimeError("the output collector failed") from self._error
+            if time.monotonic() > deadline or not alive():
+                return condition()
+            time.sleep(0.2)
+        return True
+
+    def settle(self, quiet_seconds: float = 3.0, timeout: float = 60) -> None:
+        """Wait until no record has arrived for ``quiet_seconds`` (late duplicates included)."""
+        deadline = time.monotonic() + timeout
+        last, since = self.records, time.monotonic()
+        while time.monotonic() - since < quiet_seconds and time.monotonic() < deadline:
+            time.sleep(0.2)
+            if self.records != last:
+                last, since = self.records, time.monotonic()
+
+
+def rss_kib(pid: int) -> dict[str, int]:
+    """Current (VmRSS) and peak (VmHWM) resident memory of a process, in KiB, from /proc."""
+    fields = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name in ("VmRSS", "VmHWM"):
+            fields[name] = int(value.split()[0])
+    return fields
