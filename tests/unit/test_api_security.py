@@ -15,6 +15,7 @@ from asgi_lifespan import LifespanManager
 from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error
 
+from tests.unit.api_client import close_all, open_client
 from verdictflow.rerank_api import ApiSettings, create_app
 
 TOKEN = "s3cret-token"
@@ -37,16 +38,10 @@ async def client_for(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
     npz = make_corpus(tmp_path / "v.npz")
 
     async def make(**kw: Any) -> httpx.AsyncClient:
-        manager = LifespanManager(create_app(ApiSettings(source="artifacts", npz=npz, **kw)))
-        await manager.__aenter__()
-        managers.append(manager)
-        return httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=manager.app), base_url="http://t"
-        )
+        return await open_client(ApiSettings(source="artifacts", npz=npz, **kw), managers)
 
     yield make
-    for manager in managers:
-        await manager.__aexit__(None, None, None)
+    await close_all(managers)
 
 
 async def test_without_a_token_everything_is_open(client_for):

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from asgi_lifespan import LifespanManager
 
+from tests.unit.api_client import close_all, open_client
 from verdictflow.evaluators.embedding import embed_texts
 from verdictflow.rerank_api import ApiSettings, create_app
 from verdictflow.rerank_api.artifacts import ArtifactError
@@ -56,16 +57,10 @@ async def client_for() -> AsyncIterator[Callable[[ApiSettings], Any]]:
     managers: list[LifespanManager] = []
 
     async def make(settings: ApiSettings) -> httpx.AsyncClient:
-        manager = LifespanManager(create_app(settings))
-        await manager.__aenter__()
-        managers.append(manager)
-        return httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=manager.app), base_url="http://t"
-        )
+        return await open_client(settings, managers)
 
     yield make
-    for manager in managers:
-        await manager.__aexit__(None, None, None)
+    await close_all(managers)
 
 
 def settings(npz: Path, **kw: Any) -> ApiSettings:

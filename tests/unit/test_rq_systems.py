@@ -12,19 +12,13 @@ import pytest
 from asgi_lifespan import LifespanManager
 
 from tests.conftest import run_verdictflow
+from tests.unit.test_rerank_api import TEXTS
 from verdictflow.rerank_api import ApiSettings, create_app
 from verdictflow.scoring_jobs.rq_command import rq_eval_command
 from verdictflow.scoring_jobs.rq_config import load_config
 from verdictflow.scoring_jobs.rq_inputs import RQInputError, read_corpus
 from verdictflow.scoring_jobs.rq_systems import build_retriever, search_in_process, search_url
 
-TEXTS = {
-    "ocean-a": "The Pacific Ocean is the largest ocean on Earth.",
-    "ocean-b": "The largest ocean on Earth is the Pacific, covering a third of the planet.",
-    "ocean-c": "Ocean facts for kids: seas, tides, coral reefs, whales and the largest waves.",
-    "bread": "Banana bread needs ripe bananas, flour, butter and sugar.",
-    "kafka": "Kafka topics are split into partitions, each an ordered log.",
-}
 QUERIES = {"q1": "Which ocean is the largest?", "q2": "How is banana bread made?", "q3": "Kafka"}
 
 
