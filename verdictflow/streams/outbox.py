@@ -110,15 +110,9 @@ class FaustOutbox:
         self._pending.append(fut)
 
     async def drain(self) -> None:
-        """Also flushes the Faust producer: table writes go to its buffer (``send_soon``), and
-        Faust commits offsets without waiting for that buffer, so a worker killed between a
-        commit and the buffer's drain lost a table update for good (seen once in the SIGKILL
-        test: a consistency group whose answer was committed but never reached the
-        changelog). Draining before the batch is acked closes that window."""
         pending, self._pending = self._pending, []
         if pending:
             await asyncio.gather(*pending)
-        await self._app.producer.flush()
 
 
 class RecordingOutbox:
