@@ -13,12 +13,13 @@ verdict ids make it idempotent).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import faust
 
 from verdictflow.agents.consistency import group_message
+from verdictflow.agents.isolation import score_isolating_failures
 from verdictflow.evaluators import variant_groups
 from verdictflow.evaluators.answer_analysis import AnswerAnalyzer
 from verdictflow.evaluators.answer_batch import score_answers
@@ -61,12 +62,13 @@ async def process_answers(
             logger.debug("dead-letter %s: %s", record.where, exc)
             decoded.append(exc)
     events = [e for e in decoded if isinstance(e, AnswerEvent)]
-    scored: Iterator[Outputs | InvalidEvent]
-    try:
-        scored = iter(score_answer_events(events, ctx, analyzer))
-    except Exception:
-        logger.warning("batch of %d answers failed; scoring one by one", len(events))
-        scored = iter(_score_one_by_one(events, ctx, analyzer))
+    scored = iter(
+        score_isolating_failures(
+            events,
+            lambda batch: score_answer_events(batch, ctx, analyzer),
+            lambda event: f"answer {event.id}",
+        )
+    )
     for record, item in zip(records, decoded, strict=True):
         headers = {"vf-source": record.where.encode()}
         outputs = next(scored) if isinstance(item, AnswerEvent) else item
@@ -74,19 +76,6 @@ async def process_answers(
             outputs = [(DEAD_LETTERS, record.topic, encode(dead_letter(record, outputs)))]
         for topic, key, value in outputs:
             await outbox.send(topic, key, value, headers)
-
-
-def _score_one_by_one(
-    events: Sequence[AnswerEvent], ctx: ScoringContext, analyzer: AnswerAnalyzer
-) -> list[Outputs | InvalidEvent]:
-    results: list[Outputs | InvalidEvent] = []
-    for event in events:
-        try:
-            results.extend(score_answer_events([event], ctx, analyzer))
-        except Exception as exc:
-            logger.exception("internal error scoring answer %s; dead-lettered", event.id)
-            results.append(InvalidEvent("internal_error", f"{type(exc).__name__}: {exc}"[:500]))
-    return results
 
 
 def score_answer_events(

@@ -20,6 +20,7 @@ from typing import Any
 
 import faust
 
+from verdictflow.agents.isolation import score_isolating_failures
 from verdictflow.evaluators.answer_verdicts import ScoringContext
 from verdictflow.evaluators.judge.text import parse_all
 from verdictflow.evaluators.judge.verdicts import JudgeContext, Parser, score_batch
@@ -64,23 +65,17 @@ def judge_records(
             valid.append((i, decode(record.value, SummaryEvent, max_bytes=max_bytes)))
         except InvalidEvent as exc:
             outputs[i] = [(DEAD_LETTERS, record.topic, encode(dead_letter(record, exc)))]
-    try:
-        batches = score_batch([e for _, e in valid], parse, ctx, override)
-    except Exception:  # isolate the event that fails, judge the others
-        logger.exception("judging a batch of %d failed; retrying one by one", len(valid))
-        batches = []
-        for i, event in valid:
-            try:
-                batches.append(score_batch([event], parse, ctx, override)[0])
-            except Exception as exc:
-                logger.exception("internal error judging %s", records[i].where)
-                error = InvalidEvent("internal_error", f"{type(exc).__name__}: {exc}"[:500])
-                outputs[i] = [
-                    (DEAD_LETTERS, records[i].topic, encode(dead_letter(records[i], error)))
-                ]
-                batches.append([])
-    for (i, _), verdicts in zip(valid, batches, strict=True):
-        if verdicts:
+    judged = score_isolating_failures(
+        valid,
+        lambda batch: score_batch([e for _, e in batch], parse, ctx, override),
+        lambda item: records[item[0]].where,
+    )
+    for (i, _), verdicts in zip(valid, judged, strict=True):
+        if isinstance(verdicts, InvalidEvent):
+            outputs[i] = [
+                (DEAD_LETTERS, records[i].topic, encode(dead_letter(records[i], verdicts)))
+            ]
+        elif verdicts:
             outputs[i] = [(verdict_topic(v.kind), v.input_id, encode(v)) for v in verdicts]
     return outputs
 
