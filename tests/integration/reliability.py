@@ -34,18 +34,49 @@ PER_ANSWER_KINDS = (
 )
 
 
-def expected_verdict_ids(lines: Iterable[bytes], config_digest: str) -> set[str]:
-    """Ids of every verdict the answers pipeline emits for ``lines``: four per valid answer
-    (by answer id) and one consistency verdict per request (by group key)."""
-    ids: set[str] = set()
+def expected_verdicts_by_id(
+    lines: Iterable[bytes], config_digest: str
+) -> dict[str, tuple[str, VerdictKind]]:
+    """verdict_id -> (input id, kind) of every verdict the answers pipeline emits for
+    ``lines``: four per valid answer (by answer id) and one consistency verdict per request
+    (by group key)."""
+    ids: dict[str, tuple[str, VerdictKind]] = {}
     for line in lines:
         try:
             event = decode(line, AnswerEvent)
         except InvalidEvent:
             continue
-        ids.update(verdict_id(event.id, kind, config_digest) for kind in PER_ANSWER_KINDS)
-        ids.add(verdict_id(event.group_key, VerdictKind.CONSISTENCY, config_digest))
+        for kind in PER_ANSWER_KINDS:
+            ids[verdict_id(event.id, kind, config_digest)] = (event.id, kind)
+        q2 = VerdictKind.CONSISTENCY
+        ids[verdict_id(event.group_key, q2, config_digest)] = (event.group_key, q2)
     return ids
+
+
+def expected_verdict_ids(lines: Iterable[bytes], config_digest: str) -> set[str]:
+    """Ids of every verdict the answers pipeline emits for ``lines``."""
+    return set(expected_verdicts_by_id(lines, config_digest))
+
+
+def describe_missing(
+    missing: set[str], index: dict[str, tuple[str, VerdictKind]], settings: Settings
+) -> str:
+    """What a failure message needs to tell a lost delivery from a record the collector did
+    not see: the missing verdicts' inputs and kinds, and how many of them a fresh consumer
+    reading every output topic from the beginning finds on the broker."""
+
+    async def read_all() -> set[str]:
+        found: set[str] = set()
+        async for _topic, value in tail(VERDICT_TOPICS, settings, from_beginning=True, timeout=5):
+            found.add(orjson.loads(value)["verdict_id"])
+        return found
+
+    on_broker = missing & asyncio.run(read_all())
+    shown = sorted(f"{index[v][1].value}:{index[v][0]}" for v in missing)[:20]
+    return (
+        f"{len(missing)} missing, of which a fresh consumer finds {len(on_broker)} on the "
+        f"broker: {shown}"
+    )
 
 
 class OutputCollector:

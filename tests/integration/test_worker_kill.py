@@ -16,7 +16,12 @@ import signal
 import orjson
 import pytest
 
-from tests.integration.reliability import OutputCollector, expected_verdict_ids, rss_kib
+from tests.integration.reliability import (
+    OutputCollector,
+    describe_missing,
+    expected_verdicts_by_id,
+    rss_kib,
+)
 from verdictflow.evaluators.answer_verdicts import verdict_id
 from verdictflow.evaluators.policy import load_policy
 from verdictflow.models.verdicts import VerdictKind
@@ -79,7 +84,8 @@ def test_sigkill_at_five_moments_of_a_replay_loses_nothing(
     settings = settings_factory(batch_size=64)
     traffic = generate(ANSWERS, seed=5, malformed_every=50, grouped_share=0.15, inline_share=0.1)
     scoring = load_scoring(load_policy(policy_path))
-    expected = expected_verdict_ids(traffic.lines, scoring.ctx.config_digest)
+    expected_by_id = expected_verdicts_by_id(traffic.lines, scoring.ctx.config_digest)
+    expected = set(expected_by_id)
     sample = expected_verdicts(sample_lines(traffic.lines), scoring)
     assert sample.keys() <= expected
     assert all(b'"closed_by":"window"' not in v for v in sample.values())
@@ -105,13 +111,18 @@ def test_sigkill_at_five_moments_of_a_replay_loses_nothing(
         alive = lambda: last.proc.poll() is None  # noqa: E731
         # Request groups collected across events are checked last and apart (see below).
         grouped = grouped_consistency_ids(traffic.lines, scoring.ctx.config_digest)
-        assert out.wait_until(
+        if not out.wait_until(
             lambda: (
                 out.verdicts.keys() >= expected - grouped and len(out.dead) >= traffic.malformed
             ),
             timeout=900,
             alive=alive,
-        ), f"{len(expected - grouped - out.verdicts.keys())} missing:\n{last.log()[-3000:]}"
+        ):
+            missing = expected - grouped - out.verdicts.keys()
+            pytest.fail(
+                f"{describe_missing(missing, expected_by_id, settings)}; "
+                f"{len(out.dead)} of {traffic.malformed} dead letters\n{last.log()[-3000:]}"
+            )
         out.wait_until(lambda: out.verdicts.keys() >= grouped, timeout=30, alive=alive)
         out.settle()
         peak_rss_kib = max(peak_rss_kib, rss_kib(last.proc.pid)["VmHWM"])

@@ -24,6 +24,7 @@ import orjson
 from verdictflow.evaluators import variant_groups as vg
 from verdictflow.evaluators.answer_verdicts import ScoringContext
 from verdictflow.models.events import AnswerEvent
+from verdictflow.streams.durable_table import flush_table_writes
 from verdictflow.streams.fatal import stop_without_commit
 from verdictflow.streams.outbox import Outbox, send_model
 from verdictflow.streams.records import Record
@@ -111,6 +112,7 @@ def register(
                 for event in batch:
                     await process_group_record(Record.from_faust(event.message), store, outbox)
                 await outbox.drain()  # delivered before take_events acks the batch
+                await flush_table_writes(table)  # and so are the table's changelog writes
             except Exception as exc:  # table or producer failure: see streams.fatal
                 stop_without_commit("consistency agent", exc)
 

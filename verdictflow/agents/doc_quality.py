@@ -31,6 +31,7 @@ from verdictflow.evaluators.doc_quality import QualityConfig
 from verdictflow.exceptions import InvalidEvent
 from verdictflow.models.codec import decode, encode
 from verdictflow.models.events import DocUpdate, EdgeEvent
+from verdictflow.streams.durable_table import flush_table_writes
 from verdictflow.streams.fatal import stop_without_commit
 from verdictflow.streams.outbox import Outbox
 from verdictflow.streams.records import Record, dead_letter
@@ -199,6 +200,7 @@ def register(
                     for event in batch:
                         await handle(Record.from_faust(event.message), outbox)
                     await outbox.drain()  # delivered before take_events acks the batch
+                    await flush_table_writes(table)  # and so are the table's changelog writes
                 except Exception as exc:  # table, index or producer failure: see streams.fatal
                     stop_without_commit(name, exc)
 

@@ -12,9 +12,11 @@ import faust
 from verdictflow.evaluators.policy import Policy
 from verdictflow.scoring_setup import Scoring, load_scoring
 from verdictflow.streams import topic_guard
+from verdictflow.streams.durable_table import DurableWritesTable
 from verdictflow.streams.embedded_fetch import EmbeddedBrokerApp
 from verdictflow.streams.kafka_security import faust_credentials
 from verdictflow.streams.outbox import FaustOutbox, Outbox, OutputProducer
+from verdictflow.streams.safe_commit import SafeCommitApp
 from verdictflow.streams.settings import Settings
 from verdictflow.streams.topics import ALL_TOPICS, full_name
 from verdictflow.streams.worker_metrics import MeteredOutbox, WorkerMetrics
@@ -36,6 +38,7 @@ def faust_config(settings: Settings) -> dict[str, Any]:
         "web_port": settings.web_port,
         "autodiscover": False,
         "table_standby_replicas": 0 if settings.embedded else 1,
+        "Table": DurableWritesTable,  # agents await table writes before acking (durable_table)
     }
     credentials = faust_credentials(settings)
     if credentials is not None:
@@ -85,7 +88,7 @@ def create_app(
     Path(conf["datadir"]).mkdir(parents=True, exist_ok=True)
     if metrics is not None:
         conf["monitor"] = metrics.new_monitor()
-    app_class = EmbeddedBrokerApp if settings.embedded else faust.App
+    app_class = EmbeddedBrokerApp if settings.embedded else SafeCommitApp
     app = app_class(settings.app_id, **conf)
     topics = declare_topics(app, settings)
     if scoring is None:

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import faust
 from faust.transport.drivers import aiokafka as faust_aiokafka
+
+from verdictflow.streams.safe_commit import SafeCommitApp, SafeCommitConsumer
 
 #: Longest a worker's fetch waits on the embedded broker: the mean added latency is half this.
 EMBEDDED_FETCH_WAIT_MS = 50
@@ -30,15 +31,12 @@ class ShortWaitConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):  # type: i
         return consumer
 
 
-class ShortWaitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
+class ShortWaitConsumer(SafeCommitConsumer):
     def _new_consumer_thread(self) -> ShortWaitConsumerThread:
         return ShortWaitConsumerThread(self, loop=self.loop, beacon=self.beacon)
 
 
-class EmbeddedBrokerApp(faust.App):  # type: ignore[misc]
+class EmbeddedBrokerApp(SafeCommitApp):
     """A Faust app whose transport makes :class:`ShortWaitConsumer` workers."""
 
-    def _new_transport(self) -> Any:
-        transport = super()._new_transport()
-        transport.Consumer = ShortWaitConsumer  # type: ignore[misc]
-        return transport
+    worker_consumer_class = ShortWaitConsumer

@@ -1,0 +1,109 @@
+"""The worker consumer commits only runs of processed offsets that start at the committed one.
+
+Each case is a state Faust's consumer reached in the SIGKILL test (logged with a debug patch),
+fed to the real consumer class of a worker app, unstarted.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from faust.transport.drivers import aiokafka as faust_aiokafka
+from faust.types import TP
+
+from verdictflow.evaluators.policy import load_policy
+from verdictflow.streams.app import create_app
+from verdictflow.streams.safe_commit import MAX_REREADS, SafeCommitConsumer
+from verdictflow.streams.settings import Settings
+
+TOPIC = TP("t.answers", 2)
+
+
+@pytest.fixture(params=["embedded", "kafka"])
+def consumer(request: pytest.FixtureRequest, tmp_path) -> Any:
+    settings = Settings(broker_profile=request.param, data_dir=tmp_path, topic_prefix="t.")
+    consumer = create_app(settings, load_policy(None)).consumer
+    assert isinstance(consumer, SafeCommitConsumer)
+    return consumer
+
+
+def acked(consumer: Any, committed: int | None, offsets: list[int]) -> None:
+    consumer._committed_offset[TOPIC] = committed
+    consumer._acked[TOPIC] = list(offsets)
+    consumer._acked_index[TOPIC] = set(offsets)
+
+
+def test_faust_itself_still_commits_past_an_unprocessed_head(consumer) -> None:
+    """The upstream bug this module exists for; when this fails, Faust fixed it."""
+    acked(consumer, 2150, [2151, 2152])
+    assert faust_aiokafka.Consumer._new_offset(consumer, TOPIC) == 2153
+
+
+def test_a_missing_head_holds_the_commit(consumer) -> None:
+    acked(consumer, 2150, [2151, 2152])
+    assert consumer._new_offset(TOPIC) is None
+    assert consumer._acked[TOPIC] == [2151, 2152]
+    assert consumer._missing_heads[TOPIC][0] == 2150
+
+
+def test_commits_the_run_that_starts_at_the_committed_offset(consumer) -> None:
+    acked(consumer, 10, [12, 10, 11, 14])
+    assert consumer._new_offset(TOPIC) == 13
+    assert consumer._acked[TOPIC] == [14]
+    assert consumer._acked_index[TOPIC] == {14}
+    assert TOPIC not in consumer._missing_heads
+
+
+def test_offsets_acked_again_below_the_committed_one_are_dropped(consumer) -> None:
+    acked(consumer, 888, [887, 888, 889])
+    assert consumer._new_offset(TOPIC) == 890
+    acked(consumer, 888, [886, 887])
+    assert consumer._new_offset(TOPIC) is None
+    assert consumer._acked[TOPIC] == []
+
+
+def test_without_a_committed_offset_the_first_run_is_committed(consumer) -> None:
+    acked(consumer, None, [0, 1, 2, 5])
+    assert consumer._new_offset(TOPIC) == 3
+
+
+def test_during_revocation_the_forgotten_committed_offset_still_counts(consumer) -> None:
+    acked(consumer, None, [11, 12])
+    consumer._revoking = {TOPIC: 10}
+    assert consumer._new_offset(TOPIC) is None
+    consumer._revoking = {TOPIC: 11}
+    assert consumer._new_offset(TOPIC) == 13
+
+
+async def test_an_offset_jump_counts_nothing_as_processed(consumer) -> None:
+    await consumer._add_gap(TOPIC, 887, 908)
+    assert not consumer._gap.get(TOPIC)
+    acked(consumer, 886, [909])
+    assert consumer._new_offset(TOPIC) is None
+
+
+async def test_a_lost_head_is_read_again_then_taken_as_a_hole(consumer, monkeypatch) -> None:
+    seeks: list[tuple[TP, int]] = []
+
+    async def seek(tp: TP, offset: int) -> None:
+        seeks.append((tp, offset))
+
+    monkeypatch.setattr(consumer, "seek", seek)
+    acked(consumer, 100, [103, 104])
+    assert consumer._new_offset(TOPIC) is None
+    await consumer._reread_missing_heads({TOPIC})
+    assert seeks == [], "read again only once the head has been missing for a commit interval"
+    for attempt in range(1, MAX_REREADS + 1):
+        head, _, rereads = consumer._missing_heads[TOPIC]
+        consumer._missing_heads[TOPIC] = (head, time.monotonic() - 60, rereads)
+        await consumer._reread_missing_heads({TOPIC})
+        assert seeks == [(TOPIC, 100)] * attempt
+    head, _, rereads = consumer._missing_heads[TOPIC]
+    consumer._missing_heads[TOPIC] = (head, time.monotonic() - 60, rereads)
+    await consumer._reread_missing_heads({TOPIC})
+    assert len(seeks) == MAX_REREADS
+    assert consumer._new_offset(TOPIC) == 105  # 100..102 taken as a hole
+    await consumer._reread_missing_heads(set())
+    assert TOPIC not in consumer._missing_heads
