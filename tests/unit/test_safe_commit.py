@@ -77,14 +77,55 @@ def test_during_revocation_the_forgotten_committed_offset_still_counts(consumer)
     assert consumer._new_offset(TOPIC) == 13
 
 
-async def test_an_offset_jump_counts_nothing_as_processed(consumer) -> None:
+async def test_faust_offset_jumps_count_nothing_as_processed(consumer) -> None:
     await consumer._add_gap(TOPIC, 887, 908)
     assert not consumer._gap.get(TOPIC)
     acked(consumer, 886, [909])
     assert consumer._new_offset(TOPIC) is None
 
 
-async def test_a_lost_head_is_read_again_then_taken_as_a_hole(consumer, monkeypatch) -> None:
+def passed_on(consumer: Any, tp: TP, offsets: list[int]) -> list[int]:
+    return [o for o in offsets if consumer._in_sequence(tp, o)]
+
+
+def test_records_fetched_before_a_seek_that_do_not_fit_are_dropped(consumer) -> None:
+    consumer._committed_offset[TOPIC] = 886
+    consumer._fetch_started_at = consumer._seeks  # this fetch started before the seek
+    consumer._expect(TOPIC, 886)
+    assert passed_on(consumer, TOPIC, [909, 910, 886, 887, 911]) == [886, 887]
+    assert consumer.stale_records_dropped == 3
+    assert consumer._acked[TOPIC] == []
+
+
+def test_a_jump_in_a_fetch_made_after_the_seek_is_a_hole(consumer) -> None:
+    consumer._committed_offset[TOPIC] = 886
+    consumer._expect(TOPIC, 886)
+    consumer._fetch_started_at = consumer._seeks
+    assert passed_on(consumer, TOPIC, [890, 891, 895]) == [890, 891, 895]
+    assert sorted(consumer._acked[TOPIC]) == [886, 887, 888, 889, 892, 893, 894]
+    consumer._acked[TOPIC] += [890, 891]
+    assert consumer._new_offset(TOPIC) == 895
+    assert passed_on(consumer, TOPIC, [893]) == [], "a step back that is not the first record"
+
+
+def test_a_log_that_restarted_below_the_sought_offset_is_followed(consumer) -> None:
+    consumer._expect(TOPIC, 5000)
+    consumer._fetch_started_at = consumer._seeks
+    assert passed_on(consumer, TOPIC, [0, 1, 2]) == [0, 1, 2]
+
+
+def test_without_a_sought_offset_reading_starts_anywhere(consumer) -> None:
+    assert passed_on(consumer, TOPIC, [42, 43]) == [42, 43]
+    assert passed_on(consumer, TOPIC, [42]) == []
+
+
+def test_changelog_records_are_not_filtered(consumer) -> None:
+    changelog = TP(next(iter(consumer.app.tables.changelog_topics)), 0)
+    consumer._expect(changelog, 100)
+    assert passed_on(consumer, changelog, [7, 3, 100]) == [7, 3, 100]
+
+
+async def test_a_lost_head_is_read_again_then_its_commits_stay_held(consumer, monkeypatch) -> None:
     seeks: list[tuple[TP, int]] = []
 
     async def seek(tp: TP, offset: int) -> None:
@@ -95,15 +136,11 @@ async def test_a_lost_head_is_read_again_then_taken_as_a_hole(consumer, monkeypa
     assert consumer._new_offset(TOPIC) is None
     await consumer._reread_missing_heads({TOPIC})
     assert seeks == [], "read again only once the head has been missing for a commit interval"
-    for attempt in range(1, MAX_REREADS + 1):
+    for _ in range(MAX_REREADS + 3):
         head, _, rereads = consumer._missing_heads[TOPIC]
         consumer._missing_heads[TOPIC] = (head, time.monotonic() - 60, rereads)
         await consumer._reread_missing_heads({TOPIC})
-        assert seeks == [(TOPIC, 100)] * attempt
-    head, _, rereads = consumer._missing_heads[TOPIC]
-    consumer._missing_heads[TOPIC] = (head, time.monotonic() - 60, rereads)
-    await consumer._reread_missing_heads({TOPIC})
-    assert len(seeks) == MAX_REREADS
-    assert consumer._new_offset(TOPIC) == 105  # 100..102 taken as a hole
+    assert seeks == [(TOPIC, 100)] * MAX_REREADS
+    assert consumer._new_offset(TOPIC) is None, "never skipped"
     await consumer._reread_missing_heads(set())
     assert TOPIC not in consumer._missing_heads

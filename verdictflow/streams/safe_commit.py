@@ -1,30 +1,31 @@
 """Faust's worker consumer, made never to commit past a record that no agent processed.
 
 At-least-once rests on one rule: a partition's committed offset never passes a record whose
-results were not delivered. faust-streaming 0.15.3 breaks it in two ways, both measured in the
-SIGKILL test (``tests/integration/test_worker_kill.py``) with a patch that logged Faust's
-commit decisions; a worker killed after such a commit lost the records for good (CI: the five
-verdicts of one answer missing, every offset of ``answers`` committed).
+results were not delivered. faust-streaming 0.15.3 breaks it, measured in the SIGKILL test
+(``tests/integration/test_worker_kill.py``) with a patch that logged Faust's decisions; a worker
+killed after such a commit lost the records for good (CI: the five verdicts of one answer
+missing, every offset of ``answers`` committed).
 
-1. **Off-by-one head check.** Faust keeps the committed offset as Kafka does, the *next* offset
-   to process, and commits the first run of consecutive acked offsets unless that run starts
-   *more than one* past it (``min(acked) - committed > 1`` in ``Consumer._new_offset``). When
-   the record at the committed position was never acked but the next one was, it committed
-   past it (logged: ``committed=2150 first_acked=2151 -> 2321``).
-2. **Bogus gaps.** When the fetch loop sees an offset jump it counts the skipped offsets as
-   acked (a "gap", meant for compaction and transaction markers). After a rebalance or a
-   restart a record fetched before the seek to the committed offsets can arrive after it, so the
-   jump is not a hole: the skipped records exist, and when they are fetched again Faust drops
-   them as already read (logged: gap ``887..908`` right after "Seek stream partitions to
-   committed offsets", then ``DROPPED MESSAGE ROFF``).
+1. **Stale records after a seek.** After a rebalance or a restart Faust seeks to the committed
+   offsets, but records fetched before the seek still reach its fetch loop (logged at every
+   worker start: the first record 15 past the committed offset). It takes the jump for a hole
+   (2.), moves its read offset past it, and then drops the re-fetched records as already read
+   (``DROPPED MESSAGE ROFF``).
+2. **Gaps count as processed.** On an offset jump Faust marks the skipped offsets acked (meant
+   for compaction and transaction markers): after 1., records never processed.
+3. **Off-by-one head check.** Faust keeps the committed offset as Kafka does, the *next* offset
+   to process, and commits the first run of consecutive acked offsets unless it starts *more
+   than one* past it. With the record at the committed position unacked and the next acked, it
+   committed past it (logged: ``committed=2150 first_acked=2151 -> 2321``).
 
-:class:`SafeCommitConsumer` commits only a run of acked offsets that starts exactly at the
-committed position, and records no gaps. The records Faust dropped are still unprocessed and
-would now hold the partition's commits back, so when the head record has been missing for a
-commit interval (processing is in order, so a missing head is a lost record, not a slow one)
-the consumer seeks the partition back to it: the records after it are processed twice, which
-verdict ids make harmless. After :data:`MAX_REREADS` re-reads of the same head the offset is
-taken to be a real hole (a transactional producer's marker) and skipped, with an error logged.
+:class:`SafeCommitConsumer` fixes each: it passes a source partition's records on only in
+sequence from the offset it last sought (records fetched before a seek that do not fit are
+dropped; a jump in a fetch made after the seek is a hole in the log, transaction markers for
+example, and counts as done); Faust's gaps count for nothing; and only a run of acked offsets
+that starts exactly at the committed offset is committed. As a backstop, a partition whose head record has stayed unacked for a
+commit interval (processing is in order, so that record was lost in the consumer) is read
+again from it, up to :data:`MAX_REREADS` times; after that its commits stay held and an error
+is logged, because skipping the record would lose it.
 """
 
 from __future__ import annotations
@@ -32,16 +33,17 @@ from __future__ import annotations
 import bisect
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
 import faust
+from faust.transport.consumer import ensure_TP
 from faust.transport.drivers import aiokafka as faust_aiokafka
 from faust.utils.functional import consecutive_numbers
 
 logger = logging.getLogger(__name__)
 
-#: Re-reads of one missing head record before its offset is taken to be a real hole.
+#: Re-reads of one missing head record before its partition's commits are left held.
 MAX_REREADS = 3
 
 
@@ -50,24 +52,90 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        #: Source partition -> the offset its next record must have.
+        self._next_offset: dict[Any, int] = {}
+        #: Seeks so far; a fetch started before a partition's last seek may hold stale records.
+        self._seeks = 0
+        self._sought_at: dict[Any, int] = {}
+        self._fetch_started_at = 0
+        self._first_since_seek: set[Any] = set()  # sought, no record passed on since
+        self.stale_records_dropped = 0
         #: tp -> (missing head offset, monotonic time first seen missing, re-reads so far)
         self._missing_heads: dict[Any, tuple[int, float, int]] = {}
         #: Committed offsets of partitions being revoked: Faust forgets them before it waits
         #: for the streams to finish and commits what they ack, which must still be checked.
         self._revoking: dict[Any, int] = {}
 
-    async def on_partitions_revoked(self, revoked: set[Any]) -> None:
-        self._revoking = {
-            tp: offset for tp in revoked if (offset := self._committed_offset.get(tp)) is not None
-        }
-        try:
-            await super().on_partitions_revoked(revoked)
-        finally:
-            self._revoking = {}
+    # -- records in sequence ------------------------------------------------------------------
+
+    def _expect(self, tp: Any, offset: int) -> None:
+        if self._is_changelog_tp(tp):
+            return
+        self._seeks += 1
+        self._sought_at[tp] = self._seeks
+        self._next_offset[tp] = offset
+        self._first_since_seek.add(tp)
+
+    async def seek_to_committed(self) -> Mapping[Any, int]:
+        offsets: Mapping[Any, int] = await super().seek_to_committed()
+        for tp, offset in offsets.items():
+            if offset is not None and offset >= 0:
+                self._expect(ensure_TP(tp), offset)
+            else:  # no committed offset: auto_offset_reset decides where reading starts
+                self._next_offset.pop(ensure_TP(tp), None)
+        return offsets
+
+    async def seek(self, partition: Any, offset: int) -> None:
+        await super().seek(partition, offset)
+        self._expect(ensure_TP(partition), offset)
+
+    async def _getmany(self, active_partitions: Any, timeout: float) -> Any:
+        started_at = self._seeks
+        records = await super()._getmany(active_partitions, timeout)
+        self._fetch_started_at = started_at
+        return records
+
+    async def getmany(self, timeout: float) -> AsyncIterator[tuple[Any, Any]]:
+        async for tp, message in super().getmany(timeout):
+            if self._in_sequence(tp, message.offset):
+                yield tp, message
+
+    def _in_sequence(self, tp: Any, offset: int) -> bool:
+        """Whether the record at ``offset`` is the next one of ``tp`` (see the docstring)."""
+        expected = self._next_offset.get(tp)
+        if expected is not None and offset != expected:
+            # A fetch made from the sought position returns records in order: a jump forward
+            # there is a hole in the log, a step back on its first record a log that restarted.
+            # Anything else that does not fit was fetched before the seek.
+            fresh = self._fetch_started_at >= self._sought_at.get(tp, 0)
+            if fresh and offset > expected:
+                self._ack_hole(tp, expected, offset)
+            elif fresh and tp in self._first_since_seek:
+                logger.warning("%s: log restarted at %d, below offset %d", tp, offset, expected)
+            else:
+                self.stale_records_dropped += 1
+                return False
+        if expected is not None or not self._is_changelog_tp(tp):
+            self._next_offset[tp] = offset + 1
+        self._first_since_seek.discard(tp)
+        return True
+
+    def _ack_hole(self, tp: Any, start: int, end: int) -> None:
+        """Count offsets ``start..end-1``, which hold no record, as processed."""
+        logger.warning("%s: no records at offsets %d..%d (a hole in the log)", tp, start, end - 1)
+        committed = self._committed_offset[tp]
+        hole = [o for o in range(start, end) if committed is None or o >= committed]
+        self._acked[tp].extend(o for o in hole if o not in self._acked_index[tp])
+        self._acked_index[tp].update(hole)
+
+    async def _add_gap(self, tp: Any, offset_from: int, offset_to: int) -> None:
+        """Count nothing as processed on Faust's offset jumps (see the docstring, 2.)."""
+
+    # -- the commit rule ----------------------------------------------------------------------
 
     def _new_offset(self, tp: Any) -> int | None:
         """The offset to commit for ``tp``: one past the run of acked offsets that starts at
-        the committed position, or None when the record at that position is not acked."""
+        the committed offset, or None when the record at that offset is not acked."""
         acked: list[int] = self._acked[tp]
         if not acked:
             return None
@@ -91,25 +159,27 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
         self._acked_index[tp].difference_update(run)
         return run[-1] + 1
 
-    async def _add_gap(self, tp: Any, offset_from: int, offset_to: int) -> None:
-        """Count nothing as processed on an offset jump (see the module docstring, 2.)."""
-        logger.info(
-            "%s: offsets %d..%d skipped by the fetch; they are committed only once processed",
-            tp,
-            offset_from,
-            offset_to - 1,
-        )
+    async def on_partitions_revoked(self, revoked: set[Any]) -> None:
+        self._revoking = {
+            tp: offset for tp in revoked if (offset := self._committed_offset.get(tp)) is not None
+        }
+        for tp in revoked:
+            self._next_offset.pop(tp, None)
+        try:
+            await super().on_partitions_revoked(revoked)
+        finally:
+            self._revoking = {}
+
+    # -- backstop: read a lost head record again ----------------------------------------------
 
     def _note_missing_head(self, tp: Any, head: int, first_acked: int) -> None:
         seen = self._missing_heads.get(tp)
         if seen is None or seen[0] != head:
             self._missing_heads[tp] = (head, time.monotonic(), 0)
-            logger.info(
-                "%s: record %d not processed, %d is: holding commits", tp, head, first_acked
-            )
+            logger.info("%s: record %d not processed, %d is: commits held", tp, head, first_acked)
 
     async def commit(self, *args: Any, **kwargs: Any) -> bool:
-        """Commit as Faust does, then re-read partitions whose head record was lost."""
+        """Commit as Faust does, then read again partitions whose head record was lost."""
         committed: bool = await super().commit(*args, **kwargs)
         if self._missing_heads and self.flow_active and not self.app.rebalancing:
             await self._reread_missing_heads(self.assignment())
@@ -122,38 +192,25 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
         for tp, (head, since, rereads) in list(self._missing_heads.items()):
             if tp not in assigned:
                 self._missing_heads.pop(tp, None)
-            elif now - since < wait:
+            elif now - since < wait or rereads > MAX_REREADS:
                 continue
-            elif rereads < MAX_REREADS:
+            elif rereads == MAX_REREADS:
+                logger.error(
+                    "%s: record %d still not processed after %d re-reads; commits of this "
+                    "partition stay held (restart the worker to read it again)",
+                    tp,
+                    head,
+                    MAX_REREADS,
+                )
+                self._missing_heads[tp] = (head, now, rereads + 1)
+            else:
                 logger.warning(
-                    "%s: record %d was fetched but never processed (lost by the consumer in a "
-                    "rebalance); reading the partition again from it",
+                    "%s: record %d was fetched but never processed; reading again from it",
                     tp,
                     head,
                 )
                 self._missing_heads[tp] = (head, now, rereads + 1)
                 await self.seek(tp, head)
-            else:
-                self._skip_hole(tp, head)
-
-    def _skip_hole(self, tp: Any, head: int) -> None:
-        """Take ``head`` up to the first acked offset as a hole: nothing there was fetched in
-        :data:`MAX_REREADS` re-reads, so no record lives there."""
-        acked: list[int] = self._acked[tp]
-        if not acked:
-            return
-        hole = list(range(head, min(acked)))
-        logger.error(
-            "%s: offsets %d..%d never arrived in %d re-reads; taken as a hole (transactional "
-            "producers to input topics are not supported)",
-            tp,
-            hole[0],
-            hole[-1],
-            MAX_REREADS,
-        )
-        acked.extend(hole)
-        self._acked_index[tp].update(hole)
-        self._missing_heads.pop(tp, None)
 
 
 class SafeCommitApp(faust.App):
