@@ -87,6 +87,7 @@ class OutputCollector:
         self.verdicts: dict[str, list[bytes]] = {}
         self.dead: list[dict[str, object]] = []
         self.records = 0
+        self._last_record_at = time.monotonic()
         self._stop = threading.Event()
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="output-collector", daemon=True)
@@ -113,10 +114,15 @@ class OutputCollector:
             should_stop=self._stop.is_set,
         ):
             self.records += 1
+            self._last_record_at = time.monotonic()
             if topic.endswith(DEAD_LETTERS):
                 self.dead.append(orjson.loads(value))
             else:
                 self.verdicts.setdefault(orjson.loads(value)["verdict_id"], []).append(value)
+
+    def quiet_for(self) -> float:
+        """Seconds since the last record arrived (a stalled pipeline shows here first)."""
+        return time.monotonic() - self._last_record_at
 
     def wait_until(
         self,

@@ -35,6 +35,8 @@ pytestmark = pytest.mark.broker
 ANSWERS = 10_000
 KILLS = 5
 KILL_SEED = 20261122
+#: No output record for this long while verdicts are missing: the pipeline stalled.
+STALL_SECONDS = 120
 #: Requests whose verdicts are also compared byte for byte with the offline evaluation.
 SAMPLED_REQUESTS = 300
 
@@ -109,21 +111,17 @@ def test_sigkill_at_five_moments_of_a_replay_loses_nothing(
             worker = worker_factory(settings, policy=policy_path)
         last = worker
         alive = lambda: last.proc.poll() is None  # noqa: E731
-        # Request groups collected across events are checked last and apart (see below).
-        grouped = grouped_consistency_ids(traffic.lines, scoring.ctx.config_digest)
+        # Fail in minutes, not at the timeout, when the pipeline stalls with verdicts missing.
+        progressing = lambda: alive() and out.quiet_for() < STALL_SECONDS  # noqa: E731
         if not out.wait_until(
-            lambda: (
-                out.verdicts.keys() >= expected - grouped and len(out.dead) >= traffic.malformed
-            ),
+            lambda: out.verdicts.keys() >= expected and len(out.dead) >= traffic.malformed,
             timeout=900,
-            alive=alive,
+            alive=progressing,
         ):
-            missing = expected - grouped - out.verdicts.keys()
             pytest.fail(
-                f"{describe_missing(missing, expected_by_id, settings)}; "
+                f"{describe_missing(expected - out.verdicts.keys(), expected_by_id, settings)}; "
                 f"{len(out.dead)} of {traffic.malformed} dead letters\n{last.log()[-3000:]}"
             )
-        out.wait_until(lambda: out.verdicts.keys() >= grouped, timeout=30, alive=alive)
         out.settle()
         peak_rss_kib = max(peak_rss_kib, rss_kib(last.proc.pid)["VmHWM"])
     assert alive(), last.log()[-3000:]
@@ -137,16 +135,11 @@ def test_sigkill_at_five_moments_of_a_replay_loses_nothing(
     assert len({(d["partition"], d["offset"]) for d in out.dead}) == traffic.malformed
     duplicates = sum(len(v) - 1 for v in out.verdicts.values())
     assert duplicates > 0, "no kill interrupted uncommitted work"
-    lost_groups = len(grouped - out.verdicts.keys())
+    grouped = grouped_consistency_ids(traffic.lines, scoring.ctx.config_digest)
     print(
         f"{len(traffic.lines)} events replayed ({traffic.malformed} malformed), "
-        f"{KILLS} SIGKILLs at {killed_at} of {len(expected)} verdicts; "
+        f"{KILLS} SIGKILLs at {killed_at} of {len(expected)} verdicts "
+        f"({len(grouped)} from request groups collected across events); "
         f"{duplicates} duplicate verdict records, all byte-identical; "
-        f"{len(out.dead)} dead-letter records; peak worker RSS {peak_rss_kib // 1024} MiB; "
-        f"{lost_groups} of {len(grouped)} request groups without their consistency verdict"
+        f"{len(out.dead)} dead-letter records; peak worker RSS {peak_rss_kib // 1024} MiB"
     )
-    if lost_groups:
-        # Known bug (README, Reliability): after a SIGKILL the consistency table can miss an
-        # answer whose internal-topic offset was committed, so the group never completes.
-        # Everything above is checked strictly; only this loss is reported as XFAIL.
-        pytest.xfail(f"{lost_groups} request groups lost an answer from the consistency table")

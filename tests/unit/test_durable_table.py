@@ -16,7 +16,8 @@ from verdictflow.streams.settings import Settings
 async def test_worker_tables_keep_and_await_their_changelog_writes(tmp_path, monkeypatch) -> None:
     app = create_app(Settings(data_dir=tmp_path, topic_prefix="t."), load_policy(None))
     tables = list(app.tables.values())
-    assert tables and all(isinstance(t, DurableWritesTable) for t in tables)
+    assert tables
+    assert all(isinstance(t, DurableWritesTable) for t in tables)
     loop = asyncio.get_running_loop()
     sent: list[asyncio.Future[str]] = []
 

@@ -97,21 +97,23 @@ def test_records_fetched_before_a_seek_that_do_not_fit_are_dropped(consumer) -> 
     assert consumer._acked[TOPIC] == []
 
 
-def test_a_jump_in_a_fetch_made_after_the_seek_is_a_hole(consumer) -> None:
-    consumer._committed_offset[TOPIC] = 886
-    consumer._expect(TOPIC, 886)
+def test_a_jump_is_never_passed_on_nor_counted_as_processed(consumer) -> None:
+    """Even in a fetch started after the seek (the kill test saw one return records 115 past
+    the sought offset): the missing record is read again instead."""
+    consumer._committed_offset[TOPIC] = 240
+    consumer._expect(TOPIC, 240)
     consumer._fetch_started_at = consumer._seeks
-    assert passed_on(consumer, TOPIC, [890, 891, 895]) == [890, 891, 895]
-    assert sorted(consumer._acked[TOPIC]) == [886, 887, 888, 889, 892, 893, 894]
-    consumer._acked[TOPIC] += [890, 891]
-    assert consumer._new_offset(TOPIC) == 895
-    assert passed_on(consumer, TOPIC, [893]) == [], "a step back that is not the first record"
+    assert passed_on(consumer, TOPIC, [355, 356]) == []
+    assert consumer._acked[TOPIC] == []
+    assert consumer._missing_heads[TOPIC][0] == 240
+    assert passed_on(consumer, TOPIC, [240, 241, 243]) == [240, 241]
 
 
 def test_a_log_that_restarted_below_the_sought_offset_is_followed(consumer) -> None:
     consumer._expect(TOPIC, 5000)
     consumer._fetch_started_at = consumer._seeks
     assert passed_on(consumer, TOPIC, [0, 1, 2]) == [0, 1, 2]
+    assert passed_on(consumer, TOPIC, [1]) == [], "only the first record after the seek"
 
 
 def test_without_a_sought_offset_reading_starts_anywhere(consumer) -> None:
@@ -143,4 +145,25 @@ async def test_a_lost_head_is_read_again_then_its_commits_stay_held(consumer, mo
     assert seeks == [(TOPIC, 100)] * MAX_REREADS
     assert consumer._new_offset(TOPIC) is None, "never skipped"
     await consumer._reread_missing_heads(set())
+    assert TOPIC not in consumer._missing_heads
+
+
+async def test_the_lowest_missing_record_is_read_again(consumer, monkeypatch) -> None:
+    seeks: list[int] = []
+
+    async def seek(tp: TP, offset: int) -> None:
+        seeks.append(offset)
+
+    monkeypatch.setattr(consumer, "seek", seek)
+    acked(consumer, 100, [103])
+    consumer._new_offset(TOPIC)  # head 100 missing
+    consumer._expect(TOPIC, 105)
+    passed_on(consumer, TOPIC, [107])  # 105 missing too
+    head, _, rereads = consumer._missing_heads[TOPIC]
+    assert head == 100
+    consumer._missing_heads[TOPIC] = (head, time.monotonic() - 60, rereads)
+    await consumer._reread_missing_heads({TOPIC})
+    assert seeks == [100]
+    consumer._committed_offset[TOPIC] = 104  # processed since
+    await consumer._reread_missing_heads({TOPIC})
     assert TOPIC not in consumer._missing_heads

@@ -19,13 +19,19 @@ missing, every offset of ``answers`` committed).
    committed past it (logged: ``committed=2150 first_acked=2151 -> 2321``).
 
 :class:`SafeCommitConsumer` fixes each: it passes a source partition's records on only in
-sequence from the offset it last sought (records fetched before a seek that do not fit are
-dropped; a jump in a fetch made after the seek is a hole in the log, transaction markers for
-example, and counts as done); Faust's gaps count for nothing; and only a run of acked offsets
-that starts exactly at the committed offset is committed. As a backstop, a partition whose head record has stayed unacked for a
-commit interval (processing is in order, so that record was lost in the consumer) is read
+sequence from the offset it last sought (a record that does not fit, fetched before the seek, is
+dropped); Faust's gaps count for nothing; and only a run of acked offsets that starts exactly at
+the committed offset is committed. As a backstop, a partition whose next record has stayed
+missing for a commit interval (processing is in order, so it was lost in the consumer) is read
 again from it, up to :data:`MAX_REREADS` times; after that its commits stay held and an error
-is logged, because skipping the record would lose it.
+is logged, because skipping the record could lose it.
+
+What this gives up: a source topic with real offset holes (a transactional producer's commit
+markers; compaction) holds its partition at the first hole after those re-reads. verdictflow's
+input topics are plain delete-policy topics, and transactional producers to them are not
+supported (README, Reliability). An earlier version took a jump in a fetch made after the seek
+for such a hole: the kill test showed that inference is unsafe (a fetch started after the seek
+still returned records 115 past it, which were then counted as processed and lost).
 """
 
 from __future__ import annotations
@@ -104,29 +110,22 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
         """Whether the record at ``offset`` is the next one of ``tp`` (see the docstring)."""
         expected = self._next_offset.get(tp)
         if expected is not None and offset != expected:
-            # A fetch made from the sought position returns records in order: a jump forward
-            # there is a hole in the log, a step back on its first record a log that restarted.
-            # Anything else that does not fit was fetched before the seek.
             fresh = self._fetch_started_at >= self._sought_at.get(tp, 0)
-            if fresh and offset > expected:
-                self._ack_hole(tp, expected, offset)
-            elif fresh and tp in self._first_since_seek:
+            if fresh and tp in self._first_since_seek and offset < expected:
+                # The first record fetched after the seek lies before it: the broker reset the
+                # position because its log restarted (data lost there); follow the new log.
                 logger.warning("%s: log restarted at %d, below offset %d", tp, offset, expected)
             else:
+                # Fetched before the seek, or after a record that went missing: never passed on
+                # out of order. A missing record is read again by the commit backstop.
                 self.stale_records_dropped += 1
+                if offset > expected:
+                    self._note_missing_head(tp, expected, offset)
                 return False
         if expected is not None or not self._is_changelog_tp(tp):
             self._next_offset[tp] = offset + 1
         self._first_since_seek.discard(tp)
         return True
-
-    def _ack_hole(self, tp: Any, start: int, end: int) -> None:
-        """Count offsets ``start..end-1``, which hold no record, as processed."""
-        logger.warning("%s: no records at offsets %d..%d (a hole in the log)", tp, start, end - 1)
-        committed = self._committed_offset[tp]
-        hole = [o for o in range(start, end) if committed is None or o >= committed]
-        self._acked[tp].extend(o for o in hole if o not in self._acked_index[tp])
-        self._acked_index[tp].update(hole)
 
     async def _add_gap(self, tp: Any, offset_from: int, offset_to: int) -> None:
         """Count nothing as processed on Faust's offset jumps (see the docstring, 2.)."""
@@ -174,9 +173,9 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
 
     def _note_missing_head(self, tp: Any, head: int, first_acked: int) -> None:
         seen = self._missing_heads.get(tp)
-        if seen is None or seen[0] != head:
+        if seen is None or head < seen[0]:  # reading again from the lowest covers the others
             self._missing_heads[tp] = (head, time.monotonic(), 0)
-            logger.info("%s: record %d not processed, %d is: commits held", tp, head, first_acked)
+            logger.info("%s: record %d missing, %d is there: commits held", tp, head, first_acked)
 
     async def commit(self, *args: Any, **kwargs: Any) -> bool:
         """Commit as Faust does, then read again partitions whose head record was lost."""
@@ -190,8 +189,9 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
         now = time.monotonic()
         assigned = set(assigned)
         for tp, (head, since, rereads) in list(self._missing_heads.items()):
-            if tp not in assigned:
-                self._missing_heads.pop(tp, None)
+            committed = self._committed_offset[tp]
+            if tp not in assigned or (committed is not None and head < committed):
+                self._missing_heads.pop(tp, None)  # not ours any more, or processed since
             elif now - since < wait or rereads > MAX_REREADS:
                 continue
             elif rereads == MAX_REREADS:
@@ -205,7 +205,7 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
                 self._missing_heads[tp] = (head, now, rereads + 1)
             else:
                 logger.warning(
-                    "%s: record %d was fetched but never processed; reading again from it",
+                    "%s: record %d was lost before processing; reading again from it",
                     tp,
                     head,
                 )
