@@ -140,6 +140,8 @@ def test_monitor_shows_the_expected_rates_of_a_replay(settings_factory, worker_f
             return len(answers) == settings.partitions and sum(answers.values()) == 0
 
         poll(lag_is_zero, 30, "the worker's answers lag to reach 0 on every partition")
+        held = by_labels(scrape(worker_url), "vf_worker_commits_held")
+        assert held == {(): 0}, "no partition holds its commits once the lag is 0"
     finally:
         monitor.terminate()
         monitor.wait(20)

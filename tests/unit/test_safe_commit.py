@@ -88,42 +88,42 @@ def passed_on(consumer: Any, tp: TP, offsets: list[int]) -> list[int]:
     return [o for o in offsets if consumer._in_sequence(tp, o)]
 
 
-def test_records_fetched_before_a_seek_that_do_not_fit_are_dropped(consumer) -> None:
-    consumer._committed_offset[TOPIC] = 886
-    consumer._fetch_started_at = consumer._seeks  # this fetch started before the seek
-    consumer._expect(TOPIC, 886)
-    assert passed_on(consumer, TOPIC, [909, 910, 886, 887, 911]) == [886, 887]
+async def no_seek(*_: object) -> None:
+    return None
+
+
+async def test_outside_a_reread_every_record_goes_on(consumer) -> None:
+    """Faust's own order after its seeks: the commit rule, not a filter, guards those."""
+    assert passed_on(consumer, TOPIC, [909, 886, 887]) == [909, 886, 887]
+
+
+async def test_a_reread_passes_records_only_in_sequence_from_the_lost_one(
+    consumer, monkeypatch
+) -> None:
+    monkeypatch.setattr(faust_aiokafka.Consumer, "seek", no_seek)
+    await consumer.seek(TOPIC, 240)
+    # stale records still on their way, then the partition fetched again from 240
+    assert passed_on(consumer, TOPIC, [355, 356, 240, 241, 243, 242]) == [240, 241, 242]
     assert consumer.stale_records_dropped == 3
-    assert consumer._acked[TOPIC] == []
+    assert consumer._missing_heads[TOPIC][0] == 240, "noted when 355 came first"
+    assert consumer._acked[TOPIC] == [], "nothing counted as processed"
 
 
-def test_a_jump_is_never_passed_on_nor_counted_as_processed(consumer) -> None:
-    """Even in a fetch started after the seek (the kill test saw one return records 115 past
-    the sought offset): the missing record is read again instead."""
-    consumer._committed_offset[TOPIC] = 240
-    consumer._expect(TOPIC, 240)
-    consumer._fetch_started_at = consumer._seeks
-    assert passed_on(consumer, TOPIC, [355, 356]) == []
-    assert consumer._acked[TOPIC] == []
-    assert consumer._missing_heads[TOPIC][0] == 240
-    assert passed_on(consumer, TOPIC, [240, 241, 243]) == [240, 241]
+async def test_faust_seeking_to_committed_ends_a_reread(consumer, monkeypatch) -> None:
+    monkeypatch.setattr(faust_aiokafka.Consumer, "seek", no_seek)
+
+    async def committed(self: object) -> dict[TP, int]:
+        return {TOPIC: 100}
+
+    monkeypatch.setattr(faust_aiokafka.Consumer, "seek_to_committed", committed)
+    await consumer.seek(TOPIC, 240)
+    await consumer.seek_to_committed()
+    assert passed_on(consumer, TOPIC, [100, 105]) == [100, 105]
 
 
-def test_a_log_that_restarted_below_the_sought_offset_is_followed(consumer) -> None:
-    consumer._expect(TOPIC, 5000)
-    consumer._fetch_started_at = consumer._seeks
-    assert passed_on(consumer, TOPIC, [0, 1, 2]) == [0, 1, 2]
-    assert passed_on(consumer, TOPIC, [1]) == [], "only the first record after the seek"
-
-
-def test_without_a_sought_offset_reading_starts_anywhere(consumer) -> None:
-    assert passed_on(consumer, TOPIC, [42, 43]) == [42, 43]
-    assert passed_on(consumer, TOPIC, [42]) == []
-
-
-def test_changelog_records_are_not_filtered(consumer) -> None:
+def test_changelog_records_are_never_filtered(consumer) -> None:
     changelog = TP(next(iter(consumer.app.tables.changelog_topics)), 0)
-    consumer._expect(changelog, 100)
+    consumer._next_offset.pop(changelog, None)
     assert passed_on(consumer, changelog, [7, 3, 100]) == [7, 3, 100]
 
 
@@ -151,19 +151,20 @@ async def test_a_lost_head_is_read_again_then_its_commits_stay_held(consumer, mo
 async def test_the_lowest_missing_record_is_read_again(consumer, monkeypatch) -> None:
     seeks: list[int] = []
 
-    async def seek(tp: TP, offset: int) -> None:
+    async def seek(self: object, tp: TP, offset: int) -> None:
         seeks.append(offset)
 
-    monkeypatch.setattr(consumer, "seek", seek)
+    monkeypatch.setattr(faust_aiokafka.Consumer, "seek", seek)
     acked(consumer, 100, [103])
     consumer._new_offset(TOPIC)  # head 100 missing
-    consumer._expect(TOPIC, 105)
-    passed_on(consumer, TOPIC, [107])  # 105 missing too
+    consumer._note_missing_head(TOPIC, 105, 107)  # and 105, seen by a re-read
     head, _, rereads = consumer._missing_heads[TOPIC]
     assert head == 100
     consumer._missing_heads[TOPIC] = (head, time.monotonic() - 60, rereads)
     await consumer._reread_missing_heads({TOPIC})
     assert seeks == [100]
+    assert consumer._next_offset[TOPIC] == 100
     consumer._committed_offset[TOPIC] = 104  # processed since
     await consumer._reread_missing_heads({TOPIC})
     assert TOPIC not in consumer._missing_heads
+    assert TOPIC not in consumer._next_offset, "no longer waits for a processed record"

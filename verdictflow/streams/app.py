@@ -126,5 +126,6 @@ def _register_lag_timer(app: faust.App, metrics: WorkerMetrics, interval: float 
     async def update_lag() -> None:
         try:
             metrics.update_lag(set(app.consumer.assignment()))
+            metrics.update_consumer(app.consumer)
         except Exception as exc:  # metrics must never stop a worker
             logger.debug("lag metrics not updated: %s", exc)

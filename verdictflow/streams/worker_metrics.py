@@ -95,6 +95,17 @@ class WorkerMetrics:
             ["topic", "partition"],
             registry=r,
         )
+        self.commits_held = Gauge(
+            "vf_worker_commits_held",
+            "Assigned partitions whose commits wait for a record lost before processing "
+            "(read again; streams/safe_commit.py)",
+            registry=r,
+        )
+        self.stale_records_dropped = Gauge(
+            "vf_worker_stale_records_dropped",
+            "Records fetched before a seek and dropped out of sequence, since the worker started",
+            registry=r,
+        )
         self.monitor: Monitor | None = None
         r.register(_InputCollector(self))
 
@@ -116,6 +127,11 @@ class WorkerMetrics:
             self.verdicts.labels(kind, decision).inc(n)
         for (source, code), n in dead.items():
             self.dead_letters.labels(source, code).inc(n)
+
+    def update_consumer(self, consumer: Any) -> None:
+        """Set the gauges of :class:`~verdictflow.streams.safe_commit.SafeCommitConsumer`."""
+        self.commits_held.set(len(getattr(consumer, "_missing_heads", ())))
+        self.stale_records_dropped.set(getattr(consumer, "stale_records_dropped", 0))
 
     def update_lag(self, assigned: set[Any]) -> None:
         """Set the lag gauges of the assigned partitions (called from a Faust timer)."""
