@@ -127,7 +127,7 @@ def test_changelog_records_are_never_filtered(consumer) -> None:
     assert passed_on(consumer, changelog, [7, 3, 100]) == [7, 3, 100]
 
 
-async def test_a_lost_head_is_read_again_then_its_commits_stay_held(consumer, monkeypatch) -> None:
+async def test_a_lost_head_is_read_again_then_taken_as_a_hole(consumer, monkeypatch) -> None:
     seeks: list[tuple[TP, int]] = []
 
     async def seek(tp: TP, offset: int) -> None:
@@ -138,14 +138,18 @@ async def test_a_lost_head_is_read_again_then_its_commits_stay_held(consumer, mo
     assert consumer._new_offset(TOPIC) is None
     await consumer._reread_missing_heads({TOPIC})
     assert seeks == [], "read again only once the head has been missing for a commit interval"
-    for _ in range(MAX_REREADS + 3):
+    for attempt in range(1, MAX_REREADS + 1):
         head, _, rereads = consumer._missing_heads[TOPIC]
         consumer._missing_heads[TOPIC] = (head, time.monotonic() - 60, rereads)
         await consumer._reread_missing_heads({TOPIC})
-    assert seeks == [(TOPIC, 100)] * MAX_REREADS
-    assert consumer._new_offset(TOPIC) is None, "never skipped"
-    await consumer._reread_missing_heads(set())
-    assert TOPIC not in consumer._missing_heads
+        assert seeks == [(TOPIC, 100)] * attempt
+        assert consumer._new_offset(TOPIC) is None, "held while being read again"
+    head, _, rereads = consumer._missing_heads[TOPIC]
+    consumer._missing_heads[TOPIC] = (head, time.monotonic() - 60, rereads)
+    await consumer._reread_missing_heads({TOPIC})
+    assert len(seeks) == MAX_REREADS
+    assert consumer.holes_skipped == 3
+    assert consumer._new_offset(TOPIC) == 105, "100..102 never came back: a hole"
 
 
 async def test_the_lowest_missing_record_is_read_again(consumer, monkeypatch) -> None:

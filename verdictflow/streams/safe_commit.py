@@ -23,18 +23,18 @@ nothing, and only a run of acked offsets that starts exactly at the committed of
 committed. A record lost on the way (1.) then holds its partition's commits, and once it has been
 missing for a commit interval (processing is in order, so it will not come) the partition is
 read again from it: the consumer seeks there and passes on that partition's records only in
-sequence from it, so stale records still on their way cannot repeat 1. After
-:data:`MAX_REREADS` re-reads the commits stay held and an error is logged; the record is never
-skipped.
+sequence from it, so stale records still on their way cannot repeat 1. An offset that
+:data:`MAX_REREADS` such re-reads never return is taken to be a hole in the log (seen on the
+embedded broker after a SIGKILL) and counted as done, with an error logged.
 
-What this gives up: a source topic with real offset holes (a transactional producer's commit
-markers; compaction) holds its partition at the first hole. verdictflow's input topics are plain
-delete-policy topics, and transactional producers to them are not supported (README,
-Reliability). Two earlier versions filtered every partition from Faust's own seeks on, one also
-taking a jump in a fetch made after a seek for a hole; the kill test caught both (303 verdicts
-counted as processed and lost; a partition stalled after its records had passed before the
-filter learned the seek), so the filter now only guards the consumer's own re-reads, where the
-offset is known before the seek.
+What this gives up: a hole in a source topic (a transactional producer's commit markers,
+compaction, a broker that lost a write) costs :data:`MAX_REREADS` commit intervals of held
+commits and re-reads each; transactional producers to the input topics are therefore not
+recommended (README, Reliability). Two earlier versions filtered every partition from Faust's
+own seeks on, one also taking a jump in a fetch made after a seek for a hole; the kill test
+caught both (303 verdicts counted as processed and lost; a partition stalled after its records
+had passed before the filter learned of the seek), so the filter now only guards the
+consumer's own re-reads, where the offset is known before the seek.
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
         #: Partition read again from a lost record -> the offset its next record must have.
         self._next_offset: dict[Any, int] = {}
         self.stale_records_dropped = 0
+        self.holes_skipped = 0
         #: tp -> (missing head offset, monotonic time first seen missing, re-reads so far)
         self._missing_heads: dict[Any, tuple[int, float, int]] = {}
         #: Committed offsets of partitions being revoked: Faust forgets them before it waits
@@ -179,17 +180,10 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
                 self._missing_heads.pop(tp, None)  # not ours any more, or processed since
                 if committed is not None and self._next_offset.get(tp, committed) < committed:
                     self._next_offset.pop(tp, None)  # waiting for a record processed since
-            elif now - since < wait or rereads > MAX_REREADS:
+            elif now - since < wait:
                 continue
             elif rereads == MAX_REREADS:
-                logger.error(
-                    "%s: record %d still not processed after %d re-reads; commits of this "
-                    "partition stay held (restart the worker to read it again)",
-                    tp,
-                    head,
-                    MAX_REREADS,
-                )
-                self._missing_heads[tp] = (head, now, rereads + 1)
+                self._skip_hole(tp, head)
             else:
                 logger.warning(
                     "%s: record %d was lost before processing; reading again from it",
@@ -198,6 +192,26 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
                 )
                 self._missing_heads[tp] = (head, now, rereads + 1)
                 await self.seek(tp, head)
+
+    def _skip_hole(self, tp: Any, head: int) -> None:
+        """Take ``head`` (up to the first acked offset) as a hole in the log: re-read
+        :data:`MAX_REREADS` times, in sequence from it, it never came. Seen on the embedded
+        broker after a SIGKILL: an internal-topic offset that no re-read returned."""
+        acked: list[int] = self._acked[tp]
+        end = min(acked) if acked and min(acked) > head else head + 1
+        hole = range(head, end)
+        logger.error(
+            "%s: offsets %d..%d never arrived in %d re-reads; taken as a hole in the log",
+            tp,
+            head,
+            end - 1,
+            MAX_REREADS,
+        )
+        acked.extend(hole)
+        self._acked_index[tp].update(hole)
+        self._missing_heads.pop(tp, None)
+        self._next_offset.pop(tp, None)
+        self.holes_skipped += len(hole)
 
 
 class SafeCommitApp(faust.App):
