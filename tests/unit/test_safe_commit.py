@@ -172,3 +172,15 @@ async def test_the_lowest_missing_record_is_read_again(consumer, monkeypatch) ->
     await consumer._reread_missing_heads({TOPIC})
     assert TOPIC not in consumer._missing_heads
     assert TOPIC not in consumer._next_offset, "no longer waits for a processed record"
+
+
+async def test_compacted_source_topics_keep_fausts_rules(consumer) -> None:
+    """``docs`` is compacted in the topic plan: its log is all holes, which Faust's gaps cover."""
+    docs = TP("t.docs", 0)
+    assert docs.topic in consumer.app.compacted_topics
+    assert TOPIC.topic not in consumer.app.compacted_topics
+    consumer._committed_offset[docs] = 10
+    await consumer._add_gap(docs, 11, 20)
+    consumer._acked[docs] = [10, 20]
+    consumer._acked_index[docs] = {10, 20}
+    assert consumer._new_offset(docs) == 21

@@ -18,6 +18,7 @@ from verdictflow.streams.kafka_security import faust_credentials
 from verdictflow.streams.outbox import FaustOutbox, Outbox, OutputProducer
 from verdictflow.streams.safe_commit import SafeCommitApp
 from verdictflow.streams.settings import Settings
+from verdictflow.streams.topic_plan import topic_plan
 from verdictflow.streams.topics import ALL_TOPICS, full_name
 from verdictflow.streams.worker_metrics import MeteredOutbox, WorkerMetrics
 
@@ -90,6 +91,9 @@ def create_app(
         conf["monitor"] = metrics.new_monitor()
     app_class = EmbeddedBrokerApp if settings.embedded else SafeCommitApp
     app = app_class(settings.app_id, **conf)
+    app.compacted_topics = frozenset(
+        spec.name for spec in topic_plan(settings) if "compact" in spec.config.values()
+    )
     topics = declare_topics(app, settings)
     if scoring is None:
         scoring = load_scoring(policy, settings.idf_stats)

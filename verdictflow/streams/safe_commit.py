@@ -27,14 +27,18 @@ sequence from it, so stale records still on their way cannot repeat 1. An offset
 :data:`MAX_REREADS` such re-reads never return is taken to be a hole in the log (seen on the
 embedded broker after a SIGKILL) and counted as done, with an error logged.
 
-What this gives up: a hole in a source topic (a transactional producer's commit markers,
-compaction, a broker that lost a write) costs :data:`MAX_REREADS` commit intervals of held
-commits and re-reads each; transactional producers to the input topics are therefore not
-recommended (README, Reliability). Two earlier versions filtered every partition from Faust's
-own seeks on, one also taking a jump in a fetch made after a seek for a hole; the kill test
-caught both (303 verdicts counted as processed and lost; a partition stalled after its records
-had passed before the filter learned of the seek), so the filter now only guards the
-consumer's own re-reads, where the offset is known before the seek.
+What this gives up: a hole in a source topic (a transactional producer's commit markers, a
+broker that lost a write) costs :data:`MAX_REREADS` commit intervals of held commits and
+re-reads each; transactional producers to the input topics are therefore not recommended
+(README, Reliability). A compacted source topic (``docs``) is all holes once compacted, so it
+keeps Faust's rules (:attr:`SafeCommitApp.compacted_topics`): a lost ``docs`` record there
+leaves a document's quality stale until its next update.
+
+Two earlier versions filtered every partition from Faust's own seeks on, one also taking a
+jump in a fetch made after a seek for a hole; the kill test caught both (303 verdicts counted
+as processed and lost; a partition stalled after its records had passed before the filter
+learned of the seek), so the filter now only guards the consumer's own re-reads, where the
+offset is known before the seek.
 """
 
 from __future__ import annotations
@@ -114,12 +118,20 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
 
     async def _add_gap(self, tp: Any, offset_from: int, offset_to: int) -> None:
         """Count nothing as processed on Faust's offset jumps (see the docstring, 2.)."""
+        if self._compacted(tp):
+            await super()._add_gap(tp, offset_from, offset_to)
 
     # -- the commit rule ----------------------------------------------------------------------
+
+    def _compacted(self, tp: Any) -> bool:
+        return tp.topic in getattr(self.app, "compacted_topics", ())
 
     def _new_offset(self, tp: Any) -> int | None:
         """The offset to commit for ``tp``: one past the run of acked offsets that starts at
         the committed offset, or None when the record at that offset is not acked."""
+        if self._compacted(tp):
+            result: int | None = super()._new_offset(tp)
+            return result
         acked: list[int] = self._acked[tp]
         if not acked:
             return None
@@ -218,6 +230,9 @@ class SafeCommitApp(faust.App):
     """A Faust app whose transport makes :attr:`worker_consumer_class` consumers."""
 
     worker_consumer_class: type[SafeCommitConsumer] = SafeCommitConsumer
+    #: Source topics planned with compaction (``docs``): their logs have holes wherever
+    #: compaction removed records, so they keep Faust's rules (see the module docstring).
+    compacted_topics: frozenset[str] = frozenset()
 
     def _new_transport(self) -> Any:
         transport = super()._new_transport()
