@@ -12,10 +12,12 @@ from __future__ import annotations
 import asyncio
 import random
 import signal
+from collections.abc import Callable
 
 import orjson
 import pytest
 
+from tests.conftest import WorkerProcess
 from tests.integration.reliability import (
     OutputCollector,
     describe_missing,
@@ -29,6 +31,7 @@ from verdictflow.samples.traffic import generate
 from verdictflow.scoring_jobs.eval_answers import expected_verdicts
 from verdictflow.scoring_jobs.replay import replay
 from verdictflow.scoring_setup import load_scoring
+from verdictflow.streams.fatal import EXIT_RESTART_ME
 
 pytestmark = pytest.mark.broker
 
@@ -45,6 +48,27 @@ def grouped_consistency_ids(lines: list[bytes], config_digest: str) -> set[str]:
     """Consistency verdict ids of requests collected across events (the table's work)."""
     keys = {k for k in map(request_key, lines) if k and k.startswith("rg")}
     return {verdict_id(k, VerdictKind.CONSISTENCY, config_digest) for k in keys}
+
+
+class Supervisor:
+    """Restarts the worker when it exits with code 75, as its supervisor would: that is how
+    a worker asks to resume from its committed offsets (``streams.fatal``, ``safe_commit``)."""
+
+    def __init__(self, start: Callable[[], WorkerProcess]) -> None:
+        self.start = start
+        self.worker = start()
+        self.restarts = 0
+
+    def restart(self) -> None:
+        self.worker = self.start()
+
+    def alive(self) -> bool:
+        code = self.worker.proc.poll()
+        if code == EXIT_RESTART_ME:
+            self.restarts += 1
+            self.restart()
+            return True
+        return code is None
 
 
 def kill_points(total: int, seed: int = KILL_SEED) -> list[int]:
@@ -93,26 +117,22 @@ def test_sigkill_at_five_moments_of_a_replay_loses_nothing(
     assert all(b'"closed_by":"window"' not in v for v in sample.values())
     points = kill_points(len(expected))
 
-    worker = worker_factory(settings, policy=policy_path)
+    sup = Supervisor(lambda: worker_factory(settings, policy=policy_path))
     killed_at: list[int] = []
     peak_rss_kib = 0
     with OutputCollector(settings) as out:
         asyncio.run(replay(traffic.lines, "answers", settings))
         for at in points:
             assert out.wait_until(
-                lambda at=at: len(out.verdicts) >= at,
-                timeout=600,
-                alive=lambda w=worker: w.proc.poll() is None,
-            ), f"no progress to {at} verdicts:\n{worker.log()[-3000:]}"
-            peak_rss_kib = max(peak_rss_kib, rss_kib(worker.proc.pid)["VmHWM"])
-            worker.proc.send_signal(signal.SIGKILL)
-            worker.proc.wait(10)
+                lambda at=at: len(out.verdicts) >= at, timeout=600, alive=sup.alive
+            ), f"no progress to {at} verdicts:\n{sup.worker.log()[-3000:]}"
+            peak_rss_kib = max(peak_rss_kib, rss_kib(sup.worker.proc.pid)["VmHWM"])
+            sup.worker.proc.send_signal(signal.SIGKILL)
+            sup.worker.proc.wait(10)
             killed_at.append(len(out.verdicts))
-            worker = worker_factory(settings, policy=policy_path)
-        last = worker
-        alive = lambda: last.proc.poll() is None  # noqa: E731
+            sup.restart()
         # Fail in minutes, not at the timeout, when the pipeline stalls with verdicts missing.
-        progressing = lambda: alive() and out.quiet_for() < STALL_SECONDS  # noqa: E731
+        progressing = lambda: sup.alive() and out.quiet_for() < STALL_SECONDS  # noqa: E731
         if not out.wait_until(
             lambda: out.verdicts.keys() >= expected and len(out.dead) >= traffic.malformed,
             timeout=900,
@@ -120,11 +140,11 @@ def test_sigkill_at_five_moments_of_a_replay_loses_nothing(
         ):
             pytest.fail(
                 f"{describe_missing(expected - out.verdicts.keys(), expected_by_id, settings)}; "
-                f"{len(out.dead)} of {traffic.malformed} dead letters\n{last.log()[-3000:]}"
+                f"{len(out.dead)} of {traffic.malformed} dead letters\n{sup.worker.log()[-3000:]}"
             )
         out.settle()
-        peak_rss_kib = max(peak_rss_kib, rss_kib(last.proc.pid)["VmHWM"])
-    assert alive(), last.log()[-3000:]
+        peak_rss_kib = max(peak_rss_kib, rss_kib(sup.worker.proc.pid)["VmHWM"])
+    assert sup.alive(), sup.worker.log()[-3000:]
     assert killed_at[-1] < len(expected), "the last kill came after the end: nothing tested"
     assert not out.verdicts.keys() - expected, "a verdict id that no input explains"
     differing = [vid for vid, values in out.verdicts.items() if len(set(values)) > 1]
@@ -141,5 +161,6 @@ def test_sigkill_at_five_moments_of_a_replay_loses_nothing(
         f"{KILLS} SIGKILLs at {killed_at} of {len(expected)} verdicts "
         f"({len(grouped)} from request groups collected across events); "
         f"{duplicates} duplicate verdict records, all byte-identical; "
-        f"{len(out.dead)} dead-letter records; peak worker RSS {peak_rss_kib // 1024} MiB"
+        f"{len(out.dead)} dead-letter records; peak worker RSS {peak_rss_kib // 1024} MiB; "
+        f"{sup.restarts} restarts after an exit with code 75"
     )

@@ -14,6 +14,7 @@ from faust.transport.drivers import aiokafka as faust_aiokafka
 from faust.types import TP
 
 from verdictflow.evaluators.policy import load_policy
+from verdictflow.streams import safe_commit
 from verdictflow.streams.app import create_app
 from verdictflow.streams.safe_commit import MAX_REREADS, SafeCommitConsumer
 from verdictflow.streams.settings import Settings
@@ -127,13 +128,15 @@ def test_changelog_records_are_never_filtered(consumer) -> None:
     assert passed_on(consumer, changelog, [7, 3, 100]) == [7, 3, 100]
 
 
-async def test_a_lost_head_is_read_again_then_taken_as_a_hole(consumer, monkeypatch) -> None:
+async def test_a_lost_head_is_read_again_then_the_worker_restarts(consumer, monkeypatch) -> None:
     seeks: list[tuple[TP, int]] = []
+    stops: list[str] = []
 
     async def seek(tp: TP, offset: int) -> None:
         seeks.append((tp, offset))
 
     monkeypatch.setattr(consumer, "seek", seek)
+    monkeypatch.setattr(safe_commit, "stop_without_commit", lambda _, exc: stops.append(str(exc)))
     acked(consumer, 100, [103, 104])
     assert consumer._new_offset(TOPIC) is None
     await consumer._reread_missing_heads({TOPIC})
@@ -144,12 +147,13 @@ async def test_a_lost_head_is_read_again_then_taken_as_a_hole(consumer, monkeypa
         await consumer._reread_missing_heads({TOPIC})
         assert seeks == [(TOPIC, 100)] * attempt
         assert consumer._new_offset(TOPIC) is None, "held while being read again"
+    assert stops == []
     head, _, rereads = consumer._missing_heads[TOPIC]
     consumer._missing_heads[TOPIC] = (head, time.monotonic() - 60, rereads)
     await consumer._reread_missing_heads({TOPIC})
     assert len(seeks) == MAX_REREADS
-    assert consumer.holes_skipped == 3
-    assert consumer._new_offset(TOPIC) == 105, "100..102 never came back: a hole"
+    assert stops == [f"{TOPIC}: record 100 not processed after {MAX_REREADS} re-reads"]
+    assert consumer._new_offset(TOPIC) is None, "never skipped"
 
 
 async def test_the_lowest_missing_record_is_read_again(consumer, monkeypatch) -> None:

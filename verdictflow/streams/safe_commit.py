@@ -23,16 +23,17 @@ nothing, and only a run of acked offsets that starts exactly at the committed of
 committed. A record lost on the way (1.) then holds its partition's commits, and once it has been
 missing for a commit interval (processing is in order, so it will not come) the partition is
 read again from it: the consumer seeks there and passes on that partition's records only in
-sequence from it, so stale records still on their way cannot repeat 1. An offset that
-:data:`MAX_REREADS` such re-reads never return is taken to be a hole in the log (seen on the
-embedded broker after a SIGKILL) and counted as done, with an error logged.
+sequence from it, so stale records still on their way cannot repeat 1. When
+:data:`MAX_REREADS` such re-reads do not bring it (seen in the kill test; the record exists),
+the worker exits without committing (code 75, :mod:`verdictflow.streams.fatal`) and its
+supervisor restarts it from the committed offsets, as after a crash. A third version took such
+an offset for a hole in the log and counted it as done: the kill test lost an answer to it.
 
-What this gives up: a hole in a source topic (a transactional producer's commit markers, a
-broker that lost a write) costs :data:`MAX_REREADS` commit intervals of held commits and
-re-reads each; transactional producers to the input topics are therefore not recommended
-(README, Reliability). A compacted source topic (``docs``) is all holes once compacted, so it
-keeps Faust's rules (:attr:`SafeCommitApp.compacted_topics`): a lost ``docs`` record there
-leaves a document's quality stale until its next update.
+What this gives up: a source topic with offset holes (a transactional producer's commit
+markers) would restart the worker at each hole, so transactional producers to the input topics
+are not supported (README, Reliability). A compacted source topic (``docs``) is all holes
+once compacted, so it keeps Faust's rules (:attr:`SafeCommitApp.compacted_topics`): a lost
+``docs`` record there leaves a document's quality stale until its next update.
 
 Two earlier versions filtered every partition from Faust's own seeks on, one also taking a
 jump in a fetch made after a seek for a hole; the kill test caught both (303 verdicts counted
@@ -54,6 +55,8 @@ from faust.transport.consumer import ensure_TP
 from faust.transport.drivers import aiokafka as faust_aiokafka
 from faust.utils.functional import consecutive_numbers
 
+from verdictflow.streams.fatal import stop_without_commit
+
 logger = logging.getLogger(__name__)
 
 #: Re-reads of one missing head record before its partition's commits are left held.
@@ -68,7 +71,6 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
         #: Partition read again from a lost record -> the offset its next record must have.
         self._next_offset: dict[Any, int] = {}
         self.stale_records_dropped = 0
-        self.holes_skipped = 0
         #: tp -> (missing head offset, monotonic time first seen missing, re-reads so far)
         self._missing_heads: dict[Any, tuple[int, float, int]] = {}
         #: Committed offsets of partitions being revoked: Faust forgets them before it waits
@@ -195,7 +197,10 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
             elif now - since < wait:
                 continue
             elif rereads == MAX_REREADS:
-                self._skip_hole(tp, head)
+                stop_without_commit(
+                    "consumer",
+                    RuntimeError(f"{tp}: record {head} not processed after {rereads} re-reads"),
+                )
             else:
                 logger.warning(
                     "%s: record %d was lost before processing; reading again from it",
@@ -204,26 +209,6 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
                 )
                 self._missing_heads[tp] = (head, now, rereads + 1)
                 await self.seek(tp, head)
-
-    def _skip_hole(self, tp: Any, head: int) -> None:
-        """Take ``head`` (up to the first acked offset) as a hole in the log: re-read
-        :data:`MAX_REREADS` times, in sequence from it, it never came. Seen on the embedded
-        broker after a SIGKILL: an internal-topic offset that no re-read returned."""
-        acked: list[int] = self._acked[tp]
-        end = min(acked) if acked and min(acked) > head else head + 1
-        hole = range(head, end)
-        logger.error(
-            "%s: offsets %d..%d never arrived in %d re-reads; taken as a hole in the log",
-            tp,
-            head,
-            end - 1,
-            MAX_REREADS,
-        )
-        acked.extend(hole)
-        self._acked_index[tp].update(hole)
-        self._missing_heads.pop(tp, None)
-        self._next_offset.pop(tp, None)
-        self.holes_skipped += len(hole)
 
 
 class SafeCommitApp(faust.App):

@@ -101,11 +101,6 @@ class WorkerMetrics:
             "(read again; streams/safe_commit.py)",
             registry=r,
         )
-        self.holes_skipped = Gauge(
-            "vf_worker_offset_holes_skipped",
-            "Offsets that re-reads never returned, taken as holes in the log, since start",
-            registry=r,
-        )
         self.stale_records_dropped = Gauge(
             "vf_worker_stale_records_dropped",
             "Records fetched before a seek and dropped out of sequence, since the worker started",
@@ -137,7 +132,6 @@ class WorkerMetrics:
         """Set the gauges of :class:`~verdictflow.streams.safe_commit.SafeCommitConsumer`."""
         self.commits_held.set(len(getattr(consumer, "_missing_heads", ())))
         self.stale_records_dropped.set(getattr(consumer, "stale_records_dropped", 0))
-        self.holes_skipped.set(getattr(consumer, "holes_skipped", 0))
 
     def update_lag(self, assigned: set[Any]) -> None:
         """Set the lag gauges of the assigned partitions (called from a Faust timer)."""
