@@ -9,7 +9,7 @@ import pytest
 
 from verdictflow.evaluators.policy import load_policy
 from verdictflow.streams.app import create_app
-from verdictflow.streams.durable_table import DurableWritesTable, flush_table_writes
+from verdictflow.streams.durable_table import DurableWritesTable
 from verdictflow.streams.settings import Settings
 
 
@@ -29,7 +29,7 @@ async def test_worker_tables_keep_and_await_their_changelog_writes(tmp_path, mon
     table = tables[0]
     table.send_changelog(0, "k", "v")
     table.send_changelog(1, "k2", "v")
-    flushing = asyncio.ensure_future(flush_table_writes(table))
+    flushing = asyncio.ensure_future(table.flush_writes())
     await asyncio.sleep(0.01)
     assert not flushing.done(), "returned before the writes were delivered"
     sent[0].set_result("ok")
@@ -38,5 +38,5 @@ async def test_worker_tables_keep_and_await_their_changelog_writes(tmp_path, mon
     table.send_changelog(0, "k3", "v")
     sent[-1].set_exception(RuntimeError("broker said no"))
     with pytest.raises(RuntimeError, match="broker said no"):
-        await flush_table_writes(table)
-    await flush_table_writes(table)  # nothing left
+        await table.flush_writes()
+    await table.flush_writes()  # nothing left

@@ -24,7 +24,7 @@ import orjson
 from verdictflow.evaluators import variant_groups as vg
 from verdictflow.evaluators.answer_verdicts import ScoringContext
 from verdictflow.models.events import AnswerEvent
-from verdictflow.streams.durable_table import flush_table_writes
+from verdictflow.streams.durable_table import durable_table
 from verdictflow.streams.fatal import stop_without_commit
 from verdictflow.streams.outbox import Outbox, send_model
 from verdictflow.streams.records import Record
@@ -96,7 +96,8 @@ def register(
 ) -> Any:
     """Declare the groups table, the consistency agent and its window-closing timer."""
     outbox, timer_outbox = new_outbox(), new_outbox()
-    table = app.Table(
+    table = durable_table(
+        app,
         "consistency-groups",
         key_type=str,
         partitions=settings.partitions,
@@ -112,7 +113,7 @@ def register(
                 for event in batch:
                     await process_group_record(Record.from_faust(event.message), store, outbox)
                 await outbox.drain()  # delivered before take_events acks the batch
-                await flush_table_writes(table)  # and so are the table's changelog writes
+                await table.flush_writes()  # and so are the table's changelog writes
             except Exception as exc:  # table or producer failure: see streams.fatal
                 stop_without_commit("consistency agent", exc)
 

@@ -31,7 +31,7 @@ from verdictflow.evaluators.doc_quality import QualityConfig
 from verdictflow.exceptions import InvalidEvent
 from verdictflow.models.codec import decode, encode
 from verdictflow.models.events import DocUpdate, EdgeEvent
-from verdictflow.streams.durable_table import flush_table_writes
+from verdictflow.streams.durable_table import durable_table
 from verdictflow.streams.fatal import stop_without_commit
 from verdictflow.streams.outbox import Outbox
 from verdictflow.streams.records import Record, dead_letter
@@ -164,7 +164,8 @@ def register(
 ) -> DocQualityProcessor:
     """Declare the features table, the index reader and the three agents on ``app``."""
     quality = quality or QualitySettings()
-    table = app.Table(
+    table = durable_table(
+        app,
         TABLE,
         key_type=str,
         partitions=settings.partitions,
@@ -200,7 +201,7 @@ def register(
                     for event in batch:
                         await handle(Record.from_faust(event.message), outbox)
                     await outbox.drain()  # delivered before take_events acks the batch
-                    await flush_table_writes(table)  # and so are the table's changelog writes
+                    await table.flush_writes()  # and so are the table's changelog writes
                 except Exception as exc:  # table, index or producer failure: see streams.fatal
                     stop_without_commit(name, exc)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import faust
 
@@ -16,7 +16,7 @@ from verdictflow.streams.durable_table import DurableWritesTable
 from verdictflow.streams.embedded_fetch import EmbeddedBrokerApp
 from verdictflow.streams.kafka_security import faust_credentials
 from verdictflow.streams.outbox import FaustOutbox, Outbox, OutputProducer
-from verdictflow.streams.safe_commit import SafeCommitApp
+from verdictflow.streams.safe_commit import SafeCommitApp, SafeCommitConsumer
 from verdictflow.streams.settings import Settings
 from verdictflow.streams.topic_plan import topic_plan
 from verdictflow.streams.topics import ALL_TOPICS, full_name
@@ -92,7 +92,7 @@ def create_app(
     app_class = EmbeddedBrokerApp if settings.embedded else SafeCommitApp
     app = app_class(settings.app_id, **conf)
     app.compacted_topics = frozenset(
-        spec.name for spec in topic_plan(settings) if "compact" in spec.config.values()
+        spec.name for spec in topic_plan(settings) if spec.config.get("cleanup.policy") == "compact"
     )
     topics = declare_topics(app, settings)
     if scoring is None:
@@ -130,6 +130,6 @@ def _register_lag_timer(app: faust.App, metrics: WorkerMetrics, interval: float 
     async def update_lag() -> None:
         try:
             metrics.update_lag(set(app.consumer.assignment()))
-            metrics.update_consumer(app.consumer)
+            metrics.update_consumer(cast(SafeCommitConsumer, app.consumer))
         except Exception as exc:  # metrics must never stop a worker
             logger.debug("lag metrics not updated: %s", exc)

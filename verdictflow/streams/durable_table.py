@@ -37,8 +37,10 @@ class DurableWritesTable(faust.Table):  # type: ignore[misc,type-arg]
             await asyncio.gather(*pending)
 
 
-async def flush_table_writes(table: Any) -> None:
-    """Await ``table``'s changelog writes when it is a :class:`DurableWritesTable` (the worker
-    app's tables are; a table built by a test app without it has nothing to await)."""
-    if isinstance(table, DurableWritesTable):
-        await table.flush_writes()
+def durable_table(app: faust.App, name: str, **kwargs: Any) -> DurableWritesTable:
+    """``app.Table(name, ...)``, which is a :class:`DurableWritesTable` in the worker app
+    (``faust_config`` sets it as the app's ``Table`` class)."""
+    table = app.Table(name, **kwargs)
+    if not isinstance(table, DurableWritesTable):
+        raise TypeError(f"table {name!r} is not a DurableWritesTable: use create_app's app")
+    return table

@@ -48,7 +48,7 @@ import bisect
 import logging
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import faust
 from faust.transport.consumer import ensure_TP
@@ -59,7 +59,7 @@ from verdictflow.streams.fatal import stop_without_commit
 
 logger = logging.getLogger(__name__)
 
-#: Re-reads of one missing head record before its partition's commits are left held.
+#: Re-reads of one missing head record before the worker exits to be restarted.
 MAX_REREADS = 3
 
 
@@ -76,6 +76,11 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
         #: Committed offsets of partitions being revoked: Faust forgets them before it waits
         #: for the streams to finish and commits what they ack, which must still be checked.
         self._revoking: dict[Any, int] = {}
+
+    @property
+    def partitions_held(self) -> int:
+        """Partitions whose commits wait for a record lost before processing."""
+        return len(self._missing_heads)
 
     # -- records in sequence ------------------------------------------------------------------
 
@@ -126,7 +131,7 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
     # -- the commit rule ----------------------------------------------------------------------
 
     def _compacted(self, tp: Any) -> bool:
-        return tp.topic in getattr(self.app, "compacted_topics", ())
+        return tp.topic in cast("SafeCommitApp", self.app).compacted_topics
 
     def _new_offset(self, tp: Any) -> int | None:
         """The offset to commit for ``tp``: one past the run of acked offsets that starts at
@@ -192,7 +197,8 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
             committed = self._committed_offset[tp]
             if tp not in assigned or (committed is not None and head < committed):
                 self._missing_heads.pop(tp, None)  # not ours any more, or processed since
-                if committed is not None and self._next_offset.get(tp, committed) < committed:
+                expected = self._next_offset.get(tp)
+                if expected is not None and committed is not None and expected < committed:
                     self._next_offset.pop(tp, None)  # waiting for a record processed since
             elif now - since < wait:
                 continue

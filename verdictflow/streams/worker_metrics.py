@@ -18,12 +18,15 @@ import logging
 import time
 from collections import Counter as Tally
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from faust.sensors import Monitor
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
+
+if TYPE_CHECKING:
+    from verdictflow.streams.safe_commit import SafeCommitConsumer
 
 from verdictflow.streams.outbox import Outbox
 from verdictflow.streams.topics import DEAD_LETTERS
@@ -128,10 +131,10 @@ class WorkerMetrics:
         for (source, code), n in dead.items():
             self.dead_letters.labels(source, code).inc(n)
 
-    def update_consumer(self, consumer: Any) -> None:
-        """Set the gauges of :class:`~verdictflow.streams.safe_commit.SafeCommitConsumer`."""
-        self.commits_held.set(len(getattr(consumer, "_missing_heads", ())))
-        self.stale_records_dropped.set(getattr(consumer, "stale_records_dropped", 0))
+    def update_consumer(self, consumer: SafeCommitConsumer) -> None:
+        """Set the gauges of the worker's consumer (``streams/safe_commit.py``)."""
+        self.commits_held.set(consumer.partitions_held)
+        self.stale_records_dropped.set(consumer.stale_records_dropped)
 
     def update_lag(self, assigned: set[Any]) -> None:
         """Set the lag gauges of the assigned partitions (called from a Faust timer)."""
