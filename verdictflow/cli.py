@@ -109,6 +109,25 @@ def worker(
     )
 
 
+@app.command("migrate-tables")
+def migrate_tables(
+    broker: BrokerOpt = None,
+    app_id: Annotated[str | None, typer.Option(help="Consumer group / app id")] = None,
+    reset: Annotated[
+        bool, typer.Option("--reset", help="Start the new tables empty instead of migrating")
+    ] = False,
+) -> None:
+    """Move table state written by verdictflow before changelog layout 2 (stop the workers
+    first); workers refuse to start until this ran. See docs/operations.md."""
+    from verdictflow.streams.table_migration import migrate_tables as do_migrate
+
+    settings = build_settings(broker=broker, app_id=app_id)
+    with err.status("migrating table changelogs") as status:
+        reports = asyncio.run(do_migrate(settings, reset=reset, progress=status.update))
+    for r in reports:
+        print(orjson.dumps(r.__dict__).decode())
+
+
 @app.command()
 def replay(
     file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="JSONL events")],

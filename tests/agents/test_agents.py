@@ -30,10 +30,18 @@ def built():
     app.finalize()
     app.flow_control.resume()
     # test_context runs no producer: record the table's changelog writes instead of sending them.
-    table = app.tables["consistency-groups"]
+    table = app.tables["consistency-groups-v2"]
+    # Each write also records the changelog partition Faust's own rule picks for it (raises when
+    # no event is current, as it would in the worker).
     table.changelog = []
-    table.on_key_set = lambda key, value: table.changelog.append((key, value))
-    table.on_key_del = lambda key: table.changelog.append((key, None))
+    table.write_partitions = []
+
+    def record(key, value):
+        table.changelog.append((key, value))
+        table.write_partitions.append((key, table.partition_for_key(key)))
+
+    table.on_key_set = record
+    table.on_key_del = lambda key: record(key, None)
     return app, outbox
 
 
@@ -130,12 +138,39 @@ async def test_consistency_agent_collects_across_events_and_ignores_duplicates(b
     assert verdict["input_id"] == "r1"
     assert round(verdict["score"], 4) == 0.6556
     assert verdict["evidence"]["closed_by"] == "complete"
-    changelog = app.tables["consistency-groups"].changelog
+    changelog = app.tables["consistency-groups-v2"].changelog
     assert [len(v["answers"]) for _, v in changelog] == [
         2,
         0,
     ]  # open (the duplicate writes nothing), closed
     assert changelog[-1][1]["done"]
+
+
+async def test_group_state_is_written_to_the_partition_of_its_messages(built):
+    """Issue 19: in a batch that mixes partitions, each group's changelog record goes to the
+    partition its messages came from (the old code hashed the JSON-quoted key instead)."""
+    app, outbox = built
+
+    def msg(request, i):
+        event = {"id": f"{request}-{i}", "request_id": request, "answer": f"answer {i}"}
+        return orjson.dumps({"type": "answer", "event": {**event, "expected_variants": 2}})
+
+    requests = {f"rq-{n:02d}": n % 4 for n in range(8)}
+    async with agent(app, "vf-consistency").test_context() as ctx:
+        for i in range(2):
+            for request, partition in requests.items():
+                await ctx.put(msg(request, i), key=request.encode(), partition=partition)
+        await wait_for(outbox, len(requests))
+    table = app.tables["consistency-groups-v2"]
+    assert len(table.write_partitions) == 2 * len(requests)  # one open, one closed per group
+    assert all(partition == requests[key] for key, partition in table.write_partitions)
+
+
+def test_table_writes_outside_a_record_are_refused(built):
+    """A timer or callback that wrote a table would put state in no record's partition."""
+    app, _ = built
+    with pytest.raises(TypeError, match="outside of stream iteration"):
+        app.tables["consistency-groups-v2"]["rq-1"] = {"answers": []}
 
 
 async def test_consistency_window_closes_with_defer(built):

@@ -17,14 +17,18 @@ from pathlib import Path
 
 import orjson
 
+from tests.conftest import WorkerProcess
 from verdictflow.evaluators.answer_verdicts import verdict_id
 from verdictflow.exceptions import InvalidEvent
 from verdictflow.models.codec import decode
 from verdictflow.models.events import AnswerEvent
 from verdictflow.models.verdicts import VerdictKind
 from verdictflow.scoring_jobs.tail import tail
+from verdictflow.streams.fatal import EXIT_RESTART_ME
 from verdictflow.streams.settings import Settings
-from verdictflow.streams.topics import DEAD_LETTERS, VERDICT_TOPICS
+from verdictflow.streams.table_migration import changelog
+from verdictflow.streams.topic_reader import read_whole_topic
+from verdictflow.streams.topics import DEAD_LETTERS, TABLE_SOURCES, VERDICT_TOPICS, full_name
 
 PER_ANSWER_KINDS = (
     VerdictKind.GROUNDEDNESS,
@@ -159,3 +163,56 @@ def rss_kib(pid: int) -> dict[str, int]:
         if name in ("VmRSS", "VmHWM"):
             fields[name] = int(value.split()[0])
     return fields
+
+
+class Supervisor:
+    """Restarts the worker when it exits with code 75, as its supervisor would: that is how
+    a worker asks to resume from its committed offsets (``streams.fatal``, ``safe_commit``)."""
+
+    def __init__(self, start: Callable[[], WorkerProcess]) -> None:
+        self.start = start
+        self.worker = start()
+        self.restarts = 0
+
+    def restart(self) -> None:
+        self.worker = self.start()
+
+    def alive(self) -> bool:
+        code = self.worker.proc.poll()
+        if code == EXIT_RESTART_ME:
+            self.restarts += 1
+            self.restart()
+            return True
+        return code is None
+
+
+def wait_ready(worker: WorkerProcess, timeout: float = 120) -> None:
+    """Wait until the worker logged Faust's ``Ready`` (joined its group, tables recovered)."""
+    deadline = time.monotonic() + timeout
+    while "Ready" not in worker.log():
+        assert worker.proc.poll() is None, f"worker exited:\n{worker.log()[-3000:]}"
+        assert time.monotonic() < deadline, f"worker not ready:\n{worker.log()[-3000:]}"
+        time.sleep(0.2)
+
+
+def copartitioning(settings: Settings) -> tuple[dict[str, int], list[str]]:
+    """Read every table's changelog and the topics that write it: per table, how many keys
+    were checked, and every key whose state is in another partition than its records."""
+    checked: dict[str, int] = {}
+    problems: list[str] = []
+    for table, sources in TABLE_SOURCES.items():
+        state_at: dict[bytes, set[int]] = {}
+        for partition, key, _ in asyncio.run(
+            read_whole_topic(settings, changelog(settings.app_id, table))
+        ):
+            state_at.setdefault(key or b"", set()).add(partition)
+        checked[table] = len(state_at)
+        for source in sources:
+            name = full_name(source, settings.topic_prefix)
+            for partition, key, _ in asyncio.run(read_whole_topic(settings, name)):
+                at = state_at.get(key or b"")
+                if at is not None and at != {partition}:
+                    problems.append(
+                        f"{table}: key {key!r} state in {at}, record in {name}[{partition}]"
+                    )
+    return checked, problems

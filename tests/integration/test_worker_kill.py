@@ -12,14 +12,13 @@ from __future__ import annotations
 import asyncio
 import random
 import signal
-from collections.abc import Callable
 
 import orjson
 import pytest
 
-from tests.conftest import WorkerProcess
 from tests.integration.reliability import (
     OutputCollector,
+    Supervisor,
     describe_missing,
     expected_verdicts_by_id,
     rss_kib,
@@ -31,7 +30,6 @@ from verdictflow.samples.traffic import generate
 from verdictflow.scoring_jobs.eval_answers import expected_verdicts
 from verdictflow.scoring_jobs.replay import replay
 from verdictflow.scoring_setup import load_scoring
-from verdictflow.streams.fatal import EXIT_RESTART_ME
 
 pytestmark = pytest.mark.broker
 
@@ -48,27 +46,6 @@ def grouped_consistency_ids(lines: list[bytes], config_digest: str) -> set[str]:
     """Consistency verdict ids of requests collected across events (the table's work)."""
     keys = {k for k in map(request_key, lines) if k and k.startswith("rg")}
     return {verdict_id(k, VerdictKind.CONSISTENCY, config_digest) for k in keys}
-
-
-class Supervisor:
-    """Restarts the worker when it exits with code 75, as its supervisor would: that is how
-    a worker asks to resume from its committed offsets (``streams.fatal``, ``safe_commit``)."""
-
-    def __init__(self, start: Callable[[], WorkerProcess]) -> None:
-        self.start = start
-        self.worker = start()
-        self.restarts = 0
-
-    def restart(self) -> None:
-        self.worker = self.start()
-
-    def alive(self) -> bool:
-        code = self.worker.proc.poll()
-        if code == EXIT_RESTART_ME:
-            self.restarts += 1
-            self.restart()
-            return True
-        return code is None
 
 
 def kill_points(total: int, seed: int = KILL_SEED) -> list[int]:

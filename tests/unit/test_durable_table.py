@@ -9,8 +9,9 @@ import pytest
 
 from verdictflow.evaluators.policy import load_policy
 from verdictflow.streams.app import create_app
-from verdictflow.streams.durable_table import DurableWritesTable
+from verdictflow.streams.durable_table import DurableWritesTable, durable_table, versioned
 from verdictflow.streams.settings import Settings
+from verdictflow.streams.topics import TABLE_SOURCES
 
 
 async def test_worker_tables_keep_and_await_their_changelog_writes(tmp_path, monkeypatch) -> None:
@@ -40,3 +41,19 @@ async def test_worker_tables_keep_and_await_their_changelog_writes(tmp_path, mon
     with pytest.raises(RuntimeError, match="broker said no"):
         await table.flush_writes()
     await table.flush_writes()  # nothing left
+
+
+def test_every_table_declares_its_sources_and_stores_raw_keys(tmp_path) -> None:
+    """A later table must name the topics that write it (the rebalance test reads them to
+    check co-partitioning), and its changelog keys must be the source records' key bytes."""
+    app = create_app(Settings(data_dir=tmp_path, topic_prefix="t."), load_policy(None))
+    assert {t.name for t in app.tables.values()} == {versioned(n) for n in TABLE_SOURCES}
+    for table in app.tables.values():
+        assert table.changelog_topic.key_serializer == "raw"
+        assert table.use_partitioner is False  # the partition comes from writes_for(event)
+
+
+def test_use_partitioner_is_refused(tmp_path) -> None:
+    app = create_app(Settings(data_dir=tmp_path, topic_prefix="t."), load_policy(None))
+    with pytest.raises(ValueError, match="co-partitioning"):
+        durable_table(app, "other", key_type=str, use_partitioner=True)

@@ -138,9 +138,17 @@ async def test_overfetch_lets_quality_lift_a_document_from_beyond_top_k(
         ({"q": "x" * 2001, "top_k": 3}, "at most 2000 characters"),
         ({"q": "ocean", "top_k": 0}, "top_k"),
         ({"q": "ocean", "top_k": 101}, "top_k: at most 100"),
-        ({"q": "ocean", "top_k": "5"}, "top_k"),
+        ({"q": "ocean", "top_k": 10**12}, "top_k: at most 100"),  # the enforced limit
+        ({"q": "ocean", "top_k": "5"}, "top_k: Input should be a valid integer"),
+        ({"q": "ocean", "top_k": True}, "top_k: Input should be a valid integer"),
+        ({"q": "ocean", "top_k": 2.5}, "top_k: Input should be a valid integer"),
         ({"q": "ocean", "topk": 5}, "topk: Extra inputs"),
-        ({"q": "ocean", "w_cos": 1.5}, "w_cos"),
+        ({"q": "ocean", "w_cos": 1.5}, "w_cos: at most 1.0"),
+        ({"q": "ocean", "w_cos": True}, "w_cos: Input should be a valid number"),
+        ({"q": "ocean", "w_quality": False}, "w_quality: Input should be a valid number"),
+        ({"q": "ocean", "w_cos": "0.5"}, "w_cos: Input should be a valid number"),
+        ({"q": "ocean", "lane": 7}, "lane: Input should be a valid string"),
+        ({"q": "\u3000\t"}, "q: must contain some non-whitespace text"),
         ({"q": "ocean", "mode": "neural"}, "mode"),
         ({"top_k": 3}, "q: Field required"),
     ],
@@ -151,8 +159,49 @@ async def test_bad_requests_are_422_with_a_clear_message(
     client = await client_for(settings(corpus))
     r = await client.post("/search", json=body)
     assert r.status_code == 422
+    assert set(r.json()) == {"error", "detail"}
     assert r.json()["error"] == "invalid_request"
     assert fragment in r.json()["detail"]
+
+
+async def test_an_integral_top_k_is_an_integer_as_in_json_schema(
+    corpus: Path, client_for: Any
+) -> None:
+    client = await client_for(settings(corpus))
+    r = await client.post("/search", json={"q": "ocean", "top_k": 2.0, "w_cos": 1, "w_quality": 0})
+    assert r.status_code == 200
+    assert len(r.json()["items"]) == 2
+
+
+async def test_limits_come_from_the_settings_in_schema_and_enforcement(
+    corpus: Path, client_for: Any
+) -> None:
+    """One source of truth: the OpenAPI document states the configured limits, and exactly
+    those are enforced (one over is refused, naming the limit; the limit itself is served)."""
+    client = await client_for(settings(corpus, max_query_chars=40, max_top_k=3))
+    doc = (await client.get("/openapi.json")).json()
+    body = doc["components"]["schemas"]["SearchRequest"]["properties"]
+    assert body["q"]["maxLength"] == 40
+    assert body["top_k"]["maximum"] == 3
+    assert body["top_k"]["default"] == 3  # the default never exceeds the limit
+    assert (await client.post("/search", json={"q": "o" * 40, "top_k": 3})).status_code == 200
+    over = await client.post("/search", json={"q": "o" * 41})
+    assert (over.status_code, over.json()["detail"]) == (422, "q: at most 40 characters")
+    over = await client.post("/search", json={"q": "ocean", "top_k": 4})
+    assert (over.status_code, over.json()["detail"]) == (422, "top_k: at most 3")
+    items = (await client.post("/search", json={"q": "ocean"})).json()["items"]
+    assert len(items) == 3
+
+
+def test_limit_settings_are_bounded_by_the_model_ceilings() -> None:
+    from pydantic import ValidationError
+
+    from verdictflow.rerank_api.schemas import MAX_QUERY_CHARS, MAX_TOP_K
+
+    with pytest.raises(ValidationError):
+        ApiSettings(max_top_k=MAX_TOP_K + 1)
+    with pytest.raises(ValidationError):
+        ApiSettings(max_query_chars=MAX_QUERY_CHARS + 1)
 
 
 async def test_lexical_and_hybrid_modes_rank_the_keyword_match_first(

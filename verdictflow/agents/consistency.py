@@ -6,9 +6,10 @@ module's timer when a group's window has passed). Keeping both on one topic mean
 to a group happens inside stream processing, in the partition that owns the group, which is
 what a changelog-backed table needs.
 
-The table's changelog partition is chosen by the producer's partitioner from the same key bytes
-as the internal topic (``use_partitioner=True``), so a group's state and its messages always
-live in the same partition number, and a restarted worker recovers the open groups it owns.
+Each message is applied inside :func:`~verdictflow.streams.durable_table.writes_for`, so the
+group's changelog record goes to the partition of the message that changed it: a group's state
+and its messages share a partition number, and whichever worker is handed that partition after a
+rebalance or a restart recovers the group (``tests/integration/test_rebalance.py``).
 """
 
 from __future__ import annotations
@@ -24,12 +25,12 @@ import orjson
 from verdictflow.evaluators import variant_groups as vg
 from verdictflow.evaluators.answer_verdicts import ScoringContext
 from verdictflow.models.events import AnswerEvent
-from verdictflow.streams.durable_table import durable_table
+from verdictflow.streams.durable_table import durable_table, writes_for
 from verdictflow.streams.fatal import stop_without_commit
 from verdictflow.streams.outbox import Outbox, send_model
 from verdictflow.streams.records import Record
 from verdictflow.streams.settings import Settings
-from verdictflow.streams.topics import CONSISTENCY_GROUPS, verdict_topic
+from verdictflow.streams.topics import CONSISTENCY_GROUPS, CONSISTENCY_TABLE, verdict_topic
 
 logger = logging.getLogger(__name__)
 
@@ -98,10 +99,9 @@ def register(
     outbox, timer_outbox = new_outbox(), new_outbox()
     table = durable_table(
         app,
-        "consistency-groups",
+        CONSISTENCY_TABLE,
         key_type=str,
         partitions=settings.partitions,
-        use_partitioner=True,
     )
     store = vg.GroupStore(table, ctx, forget_seconds=settings.consistency_forget_seconds)
     tick = settings.consistency_tick_seconds
@@ -111,7 +111,8 @@ def register(
         async for batch in stream.take_events(settings.batch_size, settings.batch_window_seconds):
             try:
                 for event in batch:
-                    await process_group_record(Record.from_faust(event.message), store, outbox)
+                    with writes_for(event):
+                        await process_group_record(Record.from_faust(event.message), store, outbox)
                 await outbox.drain()  # delivered before take_events acks the batch
                 await table.flush_writes()  # and so are the table's changelog writes
             except Exception as exc:  # table or producer failure: see streams.fatal

@@ -8,11 +8,14 @@
   internal topic, so every document's degree is kept in the partition that owns it.
 - ``vf-doc-quality`` (internal topic, key doc_id): applies edge tokens and re-score requests.
 
-All three write one changelog-backed table keyed by doc_id; the docs topic and the internal
-topic are co-partitioned (same key, same partition count), so one worker owns a document's
-entry, its docs records and its internal messages. Results are delivered before a batch is
-acked (``outbox.drain``); a failure that is not the input's fault stops the worker without a
-commit (see :mod:`verdictflow.streams.fatal`).
+All three write one changelog-backed table keyed by doc_id, each write in the partition of the
+record that caused it (:func:`~verdictflow.streams.durable_table.writes_for`). The docs topic and
+the internal topic are co-partitioned (same key, same partition count, the default murmur2
+partitioner of Kafka's Java client and aiokafka), so one worker owns a document's entry, its
+docs records and its internal messages. A producer of ``docs`` must use that partitioner
+(librdkafka: ``partitioner=murmur2_random``); see docs/operations.md. Results are delivered
+before a batch is acked (``outbox.drain``); a failure that is not the input's fault stops the
+worker without a commit (see :mod:`verdictflow.streams.fatal`).
 """
 
 from __future__ import annotations
@@ -31,15 +34,19 @@ from verdictflow.evaluators.doc_quality import QualityConfig
 from verdictflow.exceptions import InvalidEvent
 from verdictflow.models.codec import decode, encode
 from verdictflow.models.events import DocUpdate, EdgeEvent
-from verdictflow.streams.durable_table import durable_table
+from verdictflow.streams.durable_table import durable_table, writes_for
 from verdictflow.streams.fatal import stop_without_commit
 from verdictflow.streams.outbox import Outbox
 from verdictflow.streams.records import Record, dead_letter
 from verdictflow.streams.settings import CpeshSettings, QualitySettings, Settings
-from verdictflow.streams.topics import DEAD_LETTERS, DOC_QUALITY, DOC_QUALITY_INTERNAL
+from verdictflow.streams.topics import (
+    DEAD_LETTERS,
+    DOC_QUALITY,
+    DOC_QUALITY_INTERNAL,
+    DOC_QUALITY_TABLE,
+)
 
 logger = logging.getLogger(__name__)
-TABLE = "doc-quality-features"
 
 
 def quality_config(q: QualitySettings) -> QualityConfig:
@@ -166,10 +173,9 @@ def register(
     quality = quality or QualitySettings()
     table = durable_table(
         app,
-        TABLE,
+        DOC_QUALITY_TABLE,
         key_type=str,
         partitions=settings.partitions,
-        use_partitioner=True,
         store=table_store(quality),
     )
     reader = DocIndexReader(settings, quality)
@@ -199,7 +205,8 @@ def register(
                     if begin is not None:
                         begin()
                     for event in batch:
-                        await handle(Record.from_faust(event.message), outbox)
+                        with writes_for(event):  # the document's state follows its record
+                            await handle(Record.from_faust(event.message), outbox)
                     await outbox.drain()  # delivered before take_events acks the batch
                     await table.flush_writes()  # and so are the table's changelog writes
                 except Exception as exc:  # table, index or producer failure: see streams.fatal

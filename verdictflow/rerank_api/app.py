@@ -4,35 +4,53 @@ The lifespan builds typed state (:class:`ServiceState`): the retriever, filled f
 or by a :class:`TopicFollower` task, plus a BM25 refresh task and a compaction trigger; it tears
 them down after ``yield``. Routes are thin: validate, run the retriever's synchronous search on
 a small thread pool (FAISS and numpy release the GIL; the event loop keeps serving), shape the
-response. Errors have one JSON shape: ``{"error": code, "detail": message}``.
+response. Errors have one JSON shape (:class:`schemas.Error`): ``{"error": code, "detail":
+message}``, whether the guard, FastAPI's validation, the JSON parser or Starlette's routing
+(404, 405) refuses the request. The OpenAPI document is generated from the same models and
+settings (the request model carries the app's limits; see ``openapi.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any
 
 import faiss
 import orjson
 from fastapi import Depends, FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.routing import APIRoute
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.exceptions import HTTPException
 
 from verdictflow.rerank_api import artifacts, runtime
 from verdictflow.rerank_api.blend import Weights
 from verdictflow.rerank_api.embedders import make_embedder
 from verdictflow.rerank_api.follower import TopicFollower
 from verdictflow.rerank_api.metrics import ApiMetrics
+from verdictflow.rerank_api.openapi import (
+    error_responses,
+    install_openapi,
+    security_requirement,
+)
 from verdictflow.rerank_api.retriever import Retriever, SearchLimits, result_id
-from verdictflow.rerank_api.schemas import Health, SearchRequest, SearchResponse
+from verdictflow.rerank_api.schemas import (
+    Health,
+    LatencySummary,
+    SearchRequest,
+    SearchResponse,
+    search_request_model,
+)
 from verdictflow.rerank_api.security import install_guards
 from verdictflow.rerank_api.settings import ApiSettings
 from verdictflow.streams.settings import Settings
@@ -166,23 +184,112 @@ def create_app(
             if api.gc_freeze:
                 runtime.unfreeze_heap()
 
-    app = FastAPI(title="verdictflow retriever", lifespan=lifespan)
+    app = FastAPI(
+        title="verdictflow retriever",
+        description="Dense, lexical or hybrid search blended with live document quality.",
+        version=_version(),
+        lifespan=lifespan,
+    )
+    app.router.route_class = JsonRoute
     _install_error_handlers(app)
     _install_timing(app)
     install_guards(app, api)
-    _install_routes(app)
+    _install_routes(app, api)
+    install_openapi(app, api)
     return app
+
+
+def _version() -> str:
+    try:
+        return version("verdictflow")
+    except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        return "0"
+
+
+class JsonRequest(Request):
+    """A request whose JSON body is parsed by orjson: RFC 8259 only (UTF-8, no ``NaN``), at
+    most 1,024 levels deep. Any failure is a ``JSONDecodeError``, which FastAPI reports as a
+    ``json_invalid`` validation error (400 ``invalid_json`` here) rather than a bare 400, and
+    UTF-16/32 bodies, which ``json.loads`` would guess and accept, are refused."""
+
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            body = await self.body()
+            try:
+                text = body.decode("utf-8")
+            except UnicodeDecodeError as exc:  # named as such rather than by orjson's guess
+                raise json.JSONDecodeError(f"not UTF-8 ({exc.reason})", "", exc.start) from None
+            self._json = orjson.loads(text)
+        return self._json
+
+
+class JsonRoute(APIRoute):
+    """Routes whose handlers see a :class:`JsonRequest` (FastAPI's custom-request pattern)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def with_orjson(request: Request) -> Response:
+            return await handler(JsonRequest(request.scope, request.receive))
+
+        return with_orjson
+
+
+#: Shorter messages for the limits, naming the enforced value ("top_k: at most 100").
+_LIMIT_MESSAGES = {
+    "string_too_long": "at most {max_length} characters",
+    "less_than_equal": "at most {le}",
+    "greater_than_equal": "at least {ge}",
+    "string_pattern_mismatch": "must contain some non-whitespace text",
+}
+_HTTP_ERRORS = {400: "invalid_json", 404: "not_found", 405: "method_not_allowed"}
+
+
+def _describe(errors: Any) -> str:
+    parts = []
+    for e in list(errors)[:3]:
+        loc = ".".join(str(p) for p in e["loc"] if p != "body") or "body"
+        template = _LIMIT_MESSAGES.get(e["type"])
+        msg = template.format(**e.get("ctx", {})) if template else e["msg"]
+        parts.append(f"{loc}: {msg}")
+    return "; ".join(parts)
+
+
+def _count_refusal(request: Request, status: int, body: Any = None) -> None:
+    """Count a refused /search in ``vf_search_requests_total`` (mode: the requested one if
+    valid, else the default)."""
+    state: ServiceState | None = getattr(request.app.state, "vf", None)
+    if state is None or request.url.path != "/search":
+        return
+    mode = body.get("mode") if isinstance(body, dict) else None
+    if mode not in ("dense", "lexical", "hybrid"):
+        mode = state.settings.mode
+    state.metrics.searches.labels(mode, str(status)).inc()
 
 
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        parts = []
-        for e in exc.errors()[:3]:
-            loc = ".".join(str(p) for p in e["loc"] if p != "body") or "body"
-            parts.append(f"{loc}: {e['msg']}")
+        errors = exc.errors()
+        bad_json = next((e for e in errors if e["type"] == "json_invalid"), None)
+        if bad_json is not None:
+            _count_refusal(request, 400)
+            reason = bad_json.get("ctx", {}).get("error", "malformed")
+            position = bad_json["loc"][-1]
+            detail = f"body is not valid JSON: {reason} (position {position})"
+            return JSONResponse({"error": "invalid_json", "detail": detail}, status_code=400)
+        _count_refusal(request, 422, exc.body)
         return JSONResponse(
-            {"error": "invalid_request", "detail": "; ".join(parts)}, status_code=422
+            {"error": "invalid_request", "detail": _describe(errors)}, status_code=422
+        )
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        """Starlette's and FastAPI's own errors (404, 405, an unreadable body) in our shape."""
+        return JSONResponse(
+            {"error": _HTTP_ERRORS.get(exc.status_code, "http_error"), "detail": str(exc.detail)},
+            status_code=exc.status_code,
+            headers=exc.headers,
         )
 
     @app.exception_handler(NotReadyError)
@@ -219,24 +326,14 @@ def _install_timing(app: FastAPI) -> None:
     app.add_middleware(SearchTiming)
 
 
-def _install_routes(app: FastAPI) -> None:
-    @app.post("/search", response_model=SearchResponse)
-    async def search(body: SearchRequest, state: StateDep) -> SearchResponse:
+def _install_routes(app: FastAPI, api: ApiSettings) -> None:
+    async def search(body: SearchRequest, state: StateDep) -> Response:
+        """Rank documents by ``w_cos * score + w_quality * quality``, ties by doc_id."""
         api = state.settings
         mode = body.mode or api.mode
         if not state.ready:
             state.metrics.searches.labels(mode, "503").inc()
             raise NotReadyError("the index is still being built from the topics; retry shortly")
-        if len(body.q) > api.max_query_chars or body.top_k > api.max_top_k:
-            state.metrics.searches.labels(mode, "422").inc()
-            detail = (
-                f"q: at most {api.max_query_chars} characters"
-                if len(body.q) > api.max_query_chars
-                else f"top_k: at most {api.max_top_k}"
-            )
-            return JSONResponse(  # type: ignore[return-value]
-                {"error": "invalid_request", "detail": detail}, status_code=422
-            )
         weights = Weights(
             api.w_cos if body.w_cos is None else body.w_cos,
             api.w_quality if body.w_quality is None else body.w_quality,
@@ -269,9 +366,27 @@ def _install_routes(app: FastAPI) -> None:
         # documents it in OpenAPI): re-validating our own output would double the app's cost.
         payload = {"lane": body.lane, "mode": mode.upper(), "items": items}
         payload["trace_id"] = uuid.uuid4().hex
-        return Response(orjson.dumps(payload), media_type="application/json")  # type: ignore[return-value]
+        return Response(orjson.dumps(payload), media_type="application/json")
 
-    @app.get("/healthz", response_model=Health)
+    # FastAPI validates the body with, and documents, the annotated model: this app's own, whose
+    # Field constraints are the limits of its settings.
+    search.__annotations__["body"] = search_request_model(api.max_query_chars, api.max_top_k)
+    app.post(
+        "/search",
+        response_model=SearchResponse,
+        responses=error_responses(api, "/search", 400, 422, 503),
+        openapi_extra=security_requirement(api, "/search"),
+    )(search)
+
+    @app.get(
+        "/healthz",
+        response_model=Health,
+        responses={
+            503: {"model": Health, "description": "Not ready yet (same body)."},
+            **error_responses(api, "/healthz"),
+        },
+        openapi_extra=security_requirement(api, "/healthz"),
+    )
     async def healthz(state: StateDep, response: Response) -> Health:
         r = state.retriever
         lag = state.follower.lag if state.follower is not None else 0
@@ -293,7 +408,13 @@ def _install_routes(app: FastAPI) -> None:
             index=r.index.stats(),
         )
 
-    @app.get("/metrics")
+    @app.get(
+        "/metrics",
+        response_class=PlainTextResponse,
+        response_description="Prometheus text exposition format.",
+        responses=error_responses(api, "/metrics"),
+        openapi_extra=security_requirement(api, "/metrics"),
+    )
     async def metrics(state: StateDep) -> Response:
         r = state.retriever
         state.metrics.index_size.set(len(r.index))
@@ -306,7 +427,13 @@ def _install_routes(app: FastAPI) -> None:
                 state.metrics.quality_freshness.set(max(0.0, time.time() - newest))
         return Response(generate_latest(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
-    @app.get("/stats/latency")
+    @app.get(
+        "/stats/latency",
+        response_model=LatencySummary,
+        response_model_exclude_none=True,
+        responses=error_responses(api, "/stats/latency", 422),
+        openapi_extra=security_requirement(api, "/stats/latency"),
+    )
     async def latency(state: StateDep, reset: bool = False) -> dict[str, Any]:
         """Exact server-side percentiles over the last samples (``reset=true`` clears them)."""
         summary: dict[str, Any] = state.metrics.window.summary()

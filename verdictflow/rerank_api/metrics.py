@@ -33,7 +33,7 @@ class LatencyWindow:
             self._samples[stage].append(seconds)
 
     def summary(self) -> dict[str, dict[str, float]]:
-        """Per stage: count, p50, p90, p99, max and mean in milliseconds."""
+        """Per stage: count, then p50, p90, p99, max and mean in milliseconds (when any)."""
         out: dict[str, dict[str, float]] = {}
         with self._lock:
             snapshot = {s: np.fromiter(d, dtype=np.float64) for s, d in self._samples.items()}
@@ -44,7 +44,7 @@ class LatencyWindow:
             ms = arr * 1000.0
             p50, p90, p99 = np.percentile(ms, [50, 90, 99])
             out[stage] = {
-                "count": float(len(ms)),
+                "count": len(ms),
                 "p50_ms": float(p50),
                 "p90_ms": float(p90),
                 "p99_ms": float(p99),

@@ -1,12 +1,14 @@
 """The API's guard: an optional bearer token and a request body size limit (pure ASGI).
 
 - **Token** (``VERDICTFLOW_API_TOKEN``): when set, every path except the open ones needs
-  ``Authorization: Bearer <token>``, compared in constant time (``hmac.compare_digest``);
-  otherwise 401 with ``WWW-Authenticate: Bearer``. ``/healthz`` is always open, because
-  readiness probes carry no secrets (``/openapi.json`` too); ``/metrics`` is open only with
-  ``VERDICTFLOW_API_METRICS_PUBLIC=true`` (by default Prometheus sends the token).
+  ``Authorization: Bearer <token>`` (the scheme name in any case, RFC 7235), the token compared
+  in constant time (``hmac.compare_digest``); otherwise 401 with ``WWW-Authenticate: Bearer``.
+  ``/healthz`` is always open, because readiness probes carry no secrets (``/openapi.json``
+  too); ``/metrics`` is open only with ``VERDICTFLOW_API_METRICS_PUBLIC=true`` (by default
+  Prometheus sends the token). :func:`needs_token` tells the OpenAPI document the same.
 - **Body size** (``VERDICTFLOW_API_MAX_BODY_BYTES``, 64 KiB): a larger body is refused with 413
-  before the app parses it, whether or not the client declared a ``Content-Length``.
+  before the app parses it, on every path, whether or not the client declared a
+  ``Content-Length``.
 
 Pure ASGI rather than ``BaseHTTPMiddleware``, which re-wraps every request and response and
 costs more than the search at hundreds of requests per second.
@@ -42,7 +44,7 @@ class ApiGuard:
         open_paths: Collection[str] = ALWAYS_OPEN,
     ) -> None:
         self.app = app
-        self.expected = f"Bearer {token}".encode() if token else None
+        self.expected = token.encode() if token else None
         self.max_body_bytes = max_body_bytes
         self.open_paths = frozenset(open_paths)
 
@@ -50,17 +52,19 @@ class ApiGuard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        if self.expected is not None and scope["path"] not in self.open_paths:
-            given = _header(scope, b"authorization")
-            if given is None or not hmac.compare_digest(given, self.expected):
-                await _reply(
-                    send,
-                    401,
-                    "unauthorized",
-                    "missing or wrong bearer token",
-                    [(b"www-authenticate", b'Bearer realm="verdictflow"')],
-                )
-                return
+        if (
+            self.expected is not None
+            and scope["path"] not in self.open_paths
+            and not _bearer_matches(_header(scope, b"authorization"), self.expected)
+        ):
+            await _reply(
+                send,
+                401,
+                "unauthorized",
+                "missing or wrong bearer token",
+                [(b"www-authenticate", b'Bearer realm="verdictflow"')],
+            )
+            return
         declared = _header(scope, b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_body_bytes):
             await _reply(send, 413, "too_large", f"body over {self.max_body_bytes} bytes")
@@ -86,6 +90,14 @@ class ApiGuard:
             chunks.append(chunk)
             if not message.get("more_body", False):
                 return b"".join(chunks), False
+
+
+def _bearer_matches(given: bytes | None, token: bytes) -> bool:
+    """``Bearer <token>``: the scheme name is case-insensitive, then one or more spaces."""
+    if given is None:
+        return False
+    scheme, _, credentials = given.partition(b" ")
+    return scheme.lower() == b"bearer" and hmac.compare_digest(credentials.lstrip(b" "), token)
 
 
 def _header(scope: Any, name: bytes) -> bytes | None:
@@ -127,18 +139,32 @@ async def _reply(
     await send({"type": "http.response.body", "body": payload})
 
 
+def configured_token(api: ApiSettings) -> str | None:
+    """The token, or None when unset (an empty token leaves the API open too)."""
+    if api.token is None:
+        return None
+    return api.token.get_secret_value() or None
+
+
+def open_paths(api: ApiSettings) -> frozenset[str]:
+    """Paths served without the token when one is set."""
+    return (ALWAYS_OPEN | {"/metrics"}) if api.metrics_public else ALWAYS_OPEN
+
+
+def needs_token(api: ApiSettings, path: str) -> bool:
+    """Whether the guard asks ``path`` for the bearer token (what the OpenAPI document states)."""
+    return configured_token(api) is not None and path not in open_paths(api)
+
+
 def install_guards(app: Any, api: ApiSettings) -> None:
     """Add the guard, and CORS only when origins are configured (off by default).
 
     Starlette runs the middleware added last first: CORS answers preflight requests (which
     carry no token) before the guard, and the guard runs before the timing middleware.
     """
-    open_paths = set(ALWAYS_OPEN)
-    if api.metrics_public:
-        open_paths.add("/metrics")
-    token = api.token.get_secret_value() if api.token is not None else None
+    token = configured_token(api)
     app.add_middleware(
-        ApiGuard, token=token, max_body_bytes=api.max_body_bytes, open_paths=open_paths
+        ApiGuard, token=token, max_body_bytes=api.max_body_bytes, open_paths=open_paths(api)
     )
     if api.cors_origins:
         app.add_middleware(

@@ -14,6 +14,12 @@ from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from verdictflow.rerank_api.blend import Weights
+from verdictflow.rerank_api.schemas import (
+    DEFAULT_MAX_QUERY_CHARS,
+    DEFAULT_MAX_TOP_K,
+    MAX_QUERY_CHARS,
+    MAX_TOP_K,
+)
 from verdictflow.rerank_api.vector_index import IndexConfig
 
 Mode = Literal["dense", "lexical", "hybrid"]
@@ -42,8 +48,10 @@ class ApiSettings(BaseSettings):
         None, validation_alias=AliasChoices("LNSP_EMBED_MODEL_DIR", "embed_model_dir")
     )
     dim: Annotated[int, Field(ge=8, le=4096)] = 384
-    max_query_chars: Annotated[int, Field(ge=1, le=100_000)] = 2000
-    max_top_k: Annotated[int, Field(ge=1, le=1000)] = 100
+    #: Limits of a /search request; the request model and the OpenAPI document are built from
+    #: them (rerank_api/schemas.py), so the schema states exactly what is enforced.
+    max_query_chars: Annotated[int, Field(ge=1, le=MAX_QUERY_CHARS)] = DEFAULT_MAX_QUERY_CHARS
+    max_top_k: Annotated[int, Field(ge=1, le=MAX_TOP_K)] = DEFAULT_MAX_TOP_K
     #: Candidates fetched before blending: max(top_k * overfetch, min_candidates), capped.
     overfetch: Annotated[int, Field(ge=1, le=100)] = 5
     min_candidates: Annotated[int, Field(ge=1)] = 100
@@ -70,7 +78,9 @@ class ApiSettings(BaseSettings):
     token: SecretStr | None = None
     #: Leave /metrics open when a token is set (e.g. a scraper that cannot send one).
     metrics_public: bool = False
-    #: Largest request body accepted (413 above).
+    #: Largest request body accepted (413 above, on every path). The default holds any valid
+    #: /search body at the default limits, even fully ``\u``-escaped (about 26 KB); raise it
+    #: with ``max_query_chars`` (12 bytes a character at worst).
     max_body_bytes: Annotated[int, Field(ge=256, le=64 * 1024 * 1024)] = 64 * 1024
     #: CORS origins allowed (JSON list in the environment); empty: no CORS headers at all.
     cors_origins: list[str] = Field(default_factory=list)

@@ -1,21 +1,50 @@
-"""A Faust table whose changelog writes an agent can await before it acks its batch.
+"""Faust tables whose state lives in the partition of the records that feed it, and whose
+changelog writes an agent can await before it acks its batch.
 
-Faust sends a table's changelog writes through its producer buffer (``send_soon``) and keeps
-no handle on them. Its commit does flush that buffer first, but ``ProducerBuffer.flush`` gives
-up as soon as no message has left the buffer for 0.1 s, and on the embedded broker (one record
-per produce request) a loaded 2-core machine logged ``producer flush took 0.5-1.0 s`` for 100
-writes. So a commit could cover an input whose table write had not reached the broker; a worker
-killed then recovers a table without that write (the kill test's "request group without its
-consistency verdict"). Agents that write a table therefore await :meth:`flush_writes` with
-their outputs, before ``take_events`` acks the batch.
+**Co-partitioning.** After a rebalance, the worker that is handed partition *p* of a source
+topic recovers partition *p* of the table's changelog, and nothing else. A key's state must
+therefore be written to the changelog partition that holds that key's records. Faust does that
+per event (``partition_for_key`` reads the current event's partition), but our agents take
+events in batches, where Faust's "current event" is whatever the batch iterator saw last; the
+old code used ``use_partitioner=True`` instead, which hashed the *JSON-encoded* key
+(``"rq-04"``) while the source topic hashed the raw key (``rq-04``): 137 of 200 groups had state
+and messages in different partitions, and every rebalance lost their answers (issue 19).
+
+Now every table write must happen inside :func:`writes_for` ``(event)``, which makes that event
+Faust's current event: the changelog record goes to the event's partition (and a RocksDB store
+writes the same partition's database). A write outside it raises (Faust's "cannot modify table
+key from outside of stream iteration"), so no path (timer, batch, callback) can silently put
+state elsewhere. Keys are stored raw (the same bytes as the source record's key), so a
+changelog reads like its source topic.
+
+**Awaited writes.** Faust sends changelog writes through its producer buffer (``send_soon``)
+and keeps no handle on them. Its commit does flush that buffer first, but
+``ProducerBuffer.flush`` gives up as soon as no message has left the buffer for 0.1 s, and on
+the embedded broker a loaded 2-core machine logged ``producer flush took 0.5-1.0 s`` for 100
+writes. So agents await :meth:`DurableWritesTable.flush_writes` with their outputs, before
+``take_events`` acks the batch.
 """
 
 from __future__ import annotations
 
 import asyncio
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import faust
+from faust.streams import _current_event
+
+#: Changelog layout version, part of every table's name. Layout 1 (unversioned names, JSON
+#: keys, partition from the JSON key's hash) put state in other partitions than its records;
+#: ``verdictflow migrate-tables`` moves layout-1 state into layout 2 (docs/operations.md).
+TABLE_LAYOUT = 2
+
+
+def versioned(name: str) -> str:
+    """The table name of the current layout: ``consistency-groups`` -> ``consistency-groups-v2``."""
+    return f"{name}-v{TABLE_LAYOUT}"
 
 
 class DurableWritesTable(faust.Table):  # type: ignore[misc,type-arg]
@@ -24,6 +53,12 @@ class DurableWritesTable(faust.Table):  # type: ignore[misc,type-arg]
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._unflushed: list[asyncio.Future[Any]] = []
+
+    def _serializer_from_type(self, typ: Any) -> Any:
+        """``str`` is stored as its UTF-8 bytes (raw), so a changelog key is the very key of
+        the source records; Faust would JSON-quote it. Decided here, in the constructor,
+        because Faust builds the changelog topic (and its recovery decoder) right after."""
+        return "raw" if typ is str else super()._serializer_from_type(typ)
 
     def send_changelog(self, *args: Any, **kwargs: Any) -> Any:
         fut = super().send_changelog(*args, **kwargs)
@@ -37,10 +72,25 @@ class DurableWritesTable(faust.Table):  # type: ignore[misc,type-arg]
             await asyncio.gather(*pending)
 
 
+@contextmanager
+def writes_for(event: Any) -> Iterator[None]:
+    """Table reads and writes inside belong to ``event``'s partition (see the module doc)."""
+    token = _current_event.set(weakref.ref(event))
+    try:
+        yield
+    finally:
+        _current_event.reset(token)
+
+
 def durable_table(app: faust.App, name: str, **kwargs: Any) -> DurableWritesTable:
-    """``app.Table(name, ...)``, which is a :class:`DurableWritesTable` in the worker app
-    (``faust_config`` sets it as the app's ``Table`` class)."""
-    table = app.Table(name, **kwargs)
+    """``app.Table(versioned(name), ...)`` with the co-partitioning rules of this module.
+
+    It is a :class:`DurableWritesTable` in the worker app (``faust_config`` sets it as the
+    app's ``Table`` class); anything else raises rather than losing writes silently.
+    """
+    if kwargs.get("use_partitioner"):
+        raise ValueError("use_partitioner breaks co-partitioning: write inside writes_for(event)")
+    table = app.Table(versioned(name), use_partitioner=False, **kwargs)
     if not isinstance(table, DurableWritesTable):
         raise TypeError(f"table {name!r} is not a DurableWritesTable: use create_app's app")
     return table

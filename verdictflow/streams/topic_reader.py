@@ -12,6 +12,9 @@ from collections.abc import Sequence
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from verdictflow.streams.kafka_security import aiokafka_security_kwargs
+from verdictflow.streams.settings import Settings
+
 
 async def partitions_for(
     consumer: AIOKafkaConsumer, topic: str, *, wait_seconds: float
@@ -36,3 +39,40 @@ async def assign_all(
     ]
     consumer.assign(assigned)
     return assigned
+
+
+async def read_whole_topic(
+    settings: Settings, topic: str, *, idle_seconds: float = 3.0
+) -> list[tuple[int, bytes | None, bytes | None]]:
+    """Every record of ``topic`` as ``(partition, key, value)``, in partition then offset order.
+
+    Stops when every partition reached the end offset it had at the start, or after
+    ``idle_seconds`` without a record (the embedded broker can report an end offset past the
+    last record when a batch held several; see the README).
+    """
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=settings.bootstrap_servers,
+        group_id=None,
+        enable_auto_commit=False,
+        **aiokafka_security_kwargs(settings),
+    )
+    await consumer.start()
+    try:
+        partitions = await assign_all(consumer, [topic], wait_seconds=5)
+        await consumer.seek_to_beginning(*partitions)
+        ends = await consumer.end_offsets(partitions)
+        records: dict[int, list[tuple[int, bytes | None, bytes | None]]] = {}
+        last = time.monotonic()
+        while time.monotonic() - last < idle_seconds:
+            positions = [await consumer.position(tp) for tp in partitions]
+            if all(pos >= ends[tp] for pos, tp in zip(positions, partitions, strict=True)):
+                break
+            batches = await consumer.getmany(timeout_ms=200, max_records=10_000)
+            for tp, messages in batches.items():
+                records.setdefault(tp.partition, []).extend(
+                    (tp.partition, m.key, m.value) for m in messages
+                )
+                last = time.monotonic()
+        return [r for p in sorted(records) for r in records[p]]
+    finally:
+        await consumer.stop()

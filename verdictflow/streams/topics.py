@@ -21,6 +21,16 @@ CONSISTENCY_GROUPS = "internal.consistency-groups"
 #: Internal: graph edges re-keyed to each endpoint, and duplicate re-score requests (issue 5).
 DOC_QUALITY_INTERNAL = "internal.doc-quality"
 
+#: Faust tables by base name (the changelog topic is ``<app_id>-<name>-v<layout>-changelog``,
+#: see :mod:`verdictflow.streams.durable_table`), each with the topics whose records write it.
+#: A table's state for a key lives in the partition of that key's records in these topics.
+CONSISTENCY_TABLE = "consistency-groups"
+DOC_QUALITY_TABLE = "doc-quality-features"
+TABLE_SOURCES: dict[str, tuple[str, ...]] = {
+    CONSISTENCY_TABLE: (CONSISTENCY_GROUPS,),
+    DOC_QUALITY_TABLE: (DOCS, DOC_QUALITY_INTERNAL),
+}
+
 
 def verdict_topic(kind: VerdictKind) -> str:
     return f"verdicts.{kind.value}"

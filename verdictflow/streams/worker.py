@@ -13,6 +13,7 @@ from verdictflow.streams.app import create_app
 from verdictflow.streams.broker import wait_for_kafka
 from verdictflow.streams.kafka_security import aiokafka_security_kwargs
 from verdictflow.streams.settings import Settings
+from verdictflow.streams.table_migration import check_table_layout
 from verdictflow.streams.worker_metrics import WorkerMetrics
 
 logger = logging.getLogger(__name__)
@@ -22,7 +23,9 @@ def run_worker(settings: Settings) -> None:
     """Validate the policy, declare topics, then run the worker until it is stopped.
 
     A malformed policy raises :class:`~verdictflow.exceptions.PolicyError` before anything
-    connects, so a bad rollout fails at start instead of gating traffic with wrong thresholds.
+    connects, so a bad rollout fails at start instead of gating traffic with wrong thresholds;
+    table state of an older changelog layout raises
+    :class:`~verdictflow.streams.table_migration.TableLayoutError` until it is migrated.
     """
     policy = load_policy(settings.policy)
     asyncio.run(_prepare(settings))
@@ -52,4 +55,5 @@ async def _prepare(settings: Settings) -> None:
     await wait_for_kafka(
         settings.bootstrap_servers, timeout=60, security=aiokafka_security_kwargs(settings)
     )
+    await check_table_layout(settings)  # before Faust creates empty layout-2 changelogs
     await ensure_topics(settings)
