@@ -138,6 +138,9 @@ def compare(streamed: list[dict[str, object]], offline: dict[str, bytes]) -> dic
         if n_have < n_want:
             partial += 1
             missing_answers += n_want - n_have
+            ids = lambda v: [a["id"] for a in v["evidence"]["answers"]]  # type: ignore[index]  # noqa: E731
+            lost = sorted(set(ids(want)) - set(ids(have)))
+            print(f"  partial {key}: kept {ids(have)} missing {lost} ({have['reasons']})")
         elif orjson.dumps(have) == orjson.dumps(want):
             identical += 1
     missing_groups = sum(1 for key in off if key not in got)

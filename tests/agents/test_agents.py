@@ -193,3 +193,27 @@ async def test_consistency_window_closes_with_defer(built):
     assert verdict["decision"] == "DEFER"
     assert verdict["reasons"][0]["code"] == "fewer_than_two_variants"
     assert verdict["evidence"]["closed_by"] == "window"
+
+
+async def test_summaries_setup_failure_stops_without_acking(built, monkeypatch):
+    """A failure that is not the input's fault (here: judging setup) must reach
+    stop_without_commit instead of escaping the agent, which would let take_events ack the
+    batch and lose those summaries."""
+    from verdictflow.agents import summaries
+
+    app, outbox = built
+    stopped: list[str] = []
+
+    def failing_judge(*args, **kwargs):
+        raise MemoryError("model load failed")
+
+    monkeypatch.setattr(summaries, "judge_records", failing_judge)
+    monkeypatch.setattr(summaries, "stop_without_commit", lambda where, exc: stopped.append(where))
+    summary = {"id": "s1", "source": "The cat sat on the mat.", "summary": "A cat sat."}
+    async with agent(app, "vf-summaries").test_context() as ctx:
+        await ctx.put(orjson.dumps(summary), key=b"s1")
+        deadline = asyncio.get_running_loop().time() + 10
+        while not stopped and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.02)
+    assert stopped == ["summaries agent"]
+    assert outbox.sent == []

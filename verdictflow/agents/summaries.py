@@ -108,16 +108,18 @@ def register(
     async def summaries_agent(stream: Any) -> None:
         async for batch in stream.take_events(size, settings.batch_window_seconds):
             records = [Record.from_faust(event.message) for event in batch]
-            # spaCy is CPU-bound for up to seconds per batch: off the event loop, so consumer
-            # heartbeats (6 s session timeout on the embedded broker) keep flowing.
-            results = await asyncio.to_thread(judge_batch, records)
             try:
+                # spaCy is CPU-bound for up to seconds per batch: off the event loop, so consumer
+                # heartbeats (6 s session timeout on the embedded broker) keep flowing. Inside
+                # the try: a setup failure (model load, memory) escaping the agent would let
+                # take_events ack summaries that were never judged.
+                results = await asyncio.to_thread(judge_batch, records)
                 for record, outputs in zip(records, results, strict=True):
                     headers = {"vf-source": record.where.encode()}
                     for topic, key, value in outputs:
                         await outbox.send(topic, key, value, headers)
                 await outbox.drain()  # delivered before take_events acks the batch
-            except Exception as exc:  # producer failure: see streams.fatal
+            except Exception as exc:  # scoring setup or producer failure: see streams.fatal
                 stop_without_commit("summaries agent", exc)
 
     return summaries_agent
