@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 
 import orjson
@@ -203,17 +204,21 @@ async def test_summaries_setup_failure_stops_without_acking(built, monkeypatch):
 
     app, outbox = built
     stopped: list[str] = []
+    stop = asyncio.Event()
 
     def failing_judge(*args, **kwargs):
         raise MemoryError("model load failed")
 
+    def record_stop(where, exc):
+        stopped.append(where)
+        stop.set()
+
     monkeypatch.setattr(summaries, "judge_records", failing_judge)
-    monkeypatch.setattr(summaries, "stop_without_commit", lambda where, exc: stopped.append(where))
+    monkeypatch.setattr(summaries, "stop_without_commit", record_stop)
     summary = {"id": "s1", "source": "The cat sat on the mat.", "summary": "A cat sat."}
     async with agent(app, "vf-summaries").test_context() as ctx:
         await ctx.put(orjson.dumps(summary), key=b"s1")
-        deadline = asyncio.get_running_loop().time() + 10
-        while not stopped and asyncio.get_running_loop().time() < deadline:
-            await asyncio.sleep(0.02)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), 10)
     assert stopped == ["summaries agent"]
     assert outbox.sent == []
