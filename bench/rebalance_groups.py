@@ -24,6 +24,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -89,8 +90,6 @@ def run(fault: str, lines: list[bytes], tmp: Path, window: float) -> dict[str, o
 
         def background() -> None:
             asyncio.run(collect(settings, verdicts, lambda: done))
-
-        import threading
 
         reader = threading.Thread(target=background, daemon=True)
         reader.start()

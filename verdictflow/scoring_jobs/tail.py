@@ -9,12 +9,9 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 
-from aiokafka import AIOKafkaConsumer
-
 from verdictflow.streams.admin import ensure_topics
-from verdictflow.streams.kafka_security import aiokafka_security_kwargs
 from verdictflow.streams.settings import Settings
-from verdictflow.streams.topic_reader import assign_all
+from verdictflow.streams.topic_reader import assign_all, groupless_consumer
 from verdictflow.streams.topics import full_name
 
 
@@ -32,12 +29,7 @@ async def tail(
     names = [full_name(t, settings.topic_prefix) for t in topics]
     # Tailing before the worker has started is normal: declare what we read, as the worker would.
     await ensure_topics(settings, topics)
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=settings.bootstrap_servers,
-        group_id=None,
-        enable_auto_commit=False,
-        **aiokafka_security_kwargs(settings),
-    )
+    consumer = groupless_consumer(settings)
     await consumer.start()
     try:
         partitions = await assign_all(consumer, names, wait_seconds=5)

@@ -41,6 +41,17 @@ async def assign_all(
     return assigned
 
 
+def groupless_consumer(settings: Settings) -> AIOKafkaConsumer:
+    """A consumer outside any group, committing nothing: it reads without stealing partitions
+    from workers (assign partitions with :func:`assign_all`)."""
+    return AIOKafkaConsumer(
+        bootstrap_servers=settings.bootstrap_servers,
+        group_id=None,
+        enable_auto_commit=False,
+        **aiokafka_security_kwargs(settings),
+    )
+
+
 async def read_whole_topic(
     settings: Settings, topic: str, *, idle_seconds: float = 3.0
 ) -> list[tuple[int, bytes | None, bytes | None]]:
@@ -50,12 +61,7 @@ async def read_whole_topic(
     ``idle_seconds`` without a record (the embedded broker can report an end offset past the
     last record when a batch held several; see the README).
     """
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=settings.bootstrap_servers,
-        group_id=None,
-        enable_auto_commit=False,
-        **aiokafka_security_kwargs(settings),
-    )
+    consumer = groupless_consumer(settings)
     await consumer.start()
     try:
         partitions = await assign_all(consumer, [topic], wait_seconds=5)
