@@ -6,10 +6,17 @@ import asyncio
 
 import faust
 import pytest
+from faust.streams import _current_event
 
 from verdictflow.evaluators.policy import load_policy
 from verdictflow.streams.app import create_app
-from verdictflow.streams.durable_table import DurableWritesTable, durable_table, versioned
+from verdictflow.streams.durable_table import (
+    DurableWritesTable,
+    StagedWrites,
+    durable_table,
+    versioned,
+    writes_for,
+)
 from verdictflow.streams.settings import Settings
 from verdictflow.streams.topics import TABLE_SOURCES
 
@@ -57,3 +64,85 @@ def test_use_partitioner_is_refused(tmp_path) -> None:
     app = create_app(Settings(data_dir=tmp_path, topic_prefix="t."), load_policy(None))
     with pytest.raises(ValueError, match="co-partitioning"):
         durable_table(app, "other", key_type=str, use_partitioner=True)
+
+
+class _RecordingTable(dict[str, object]):
+    """A table stand-in that records the event current at each write, as Faust's does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[tuple[str, object, object]] = []
+        self.flushed = 0
+
+    def __setitem__(self, key: str, value: object) -> None:
+        self.writes.append((key, value, _current_event.get()()))
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key: str) -> None:
+        self.writes.append((key, None, _current_event.get()()))
+        super().__delitem__(key)
+
+    async def flush_writes(self) -> None:
+        self.flushed += 1
+
+
+class _Event:
+    def __init__(self, partition: int) -> None:
+        self.partition = partition
+
+
+async def test_staged_writes_reach_the_table_only_on_commit_in_their_events_partition() -> None:
+    table = _RecordingTable()
+    dict.__setitem__(table, "gone", "old")
+    staged = StagedWrites(table)  # type: ignore[arg-type]
+    e1, e2 = _Event(1), _Event(2)
+    async with staged.batch():
+        with writes_for(e1):
+            staged["a"] = 1
+        with writes_for(e2):
+            staged["a"] = 2  # the last write wins, in the partition of its event
+            staged["b"] = 3
+            del staged["gone"]
+        assert staged["a"] == 2
+        assert "b" in staged
+        assert "gone" not in staged
+        assert sorted(staged) == ["a", "b"]
+        assert len(staged) == 2
+        assert table == {"gone": "old"}
+        assert not table.writes, "written before the outputs"
+        await staged.commit()
+    assert table == {"a": 2, "b": 3}
+    assert [(k, v, e.partition) for k, v, e in table.writes] == [
+        ("a", 2, 2),
+        ("b", 3, 2),
+        ("gone", None, 2),
+    ]
+    assert table.flushed == 1
+
+
+async def test_a_failed_batch_leaves_the_table_as_it_was_and_batches_take_turns() -> None:
+    table = _RecordingTable()
+    staged = StagedWrites(table)  # type: ignore[arg-type]
+
+    async def failing_batch() -> None:
+        async with staged.batch():
+            with writes_for(_Event(0)):
+                staged["a"] = 1
+            raise RuntimeError("producer down")
+
+    with pytest.raises(RuntimeError, match="producer down"):
+        await failing_batch()
+    assert "a" not in staged
+    assert table == {}
+    with pytest.raises(RuntimeError, match="outside writes_for"):
+        staged["a"] = 1
+    order: list[str] = []
+
+    async def one(name: str) -> None:
+        async with staged.batch():
+            order.append(f"{name} in")
+            await asyncio.sleep(0.01)
+            order.append(f"{name} out")
+
+    await asyncio.gather(one("x"), one("y"))
+    assert order == ["x in", "x out", "y in", "y out"]

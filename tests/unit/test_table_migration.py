@@ -6,7 +6,8 @@ from __future__ import annotations
 import orjson
 from aiokafka.partitioner import DefaultPartitioner
 
-from verdictflow.streams.table_migration import changelog, key_partition, latest_values
+from verdictflow.streams.records import key_partition
+from verdictflow.streams.table_migration import changelog, latest_values
 
 
 def test_newest_value_per_key_and_tombstones_remove() -> None:

@@ -63,3 +63,30 @@ def test_verdict_meta_does_not_depend_on_arrival_order():
     backward = vg.add_event(vg.add_event(vg.new_group(b, 0.0), b, 32), a, 32)
     assert vg.meta_of(forward) == vg.meta_of(backward)
     assert vg.meta_of(forward).model == "m-a"
+
+
+def test_windows_are_in_log_time_and_close_on_the_partitions_watermark():
+    """A group's window ends window_seconds after its earliest answer's log time, whatever
+    order the answers arrive in; a close decided at an earlier watermark does nothing, and
+    the timer asks for a close only where the key's partition watermark passed the end."""
+    from verdictflow.evaluators.answer_verdicts import ScoringContext
+    from verdictflow.evaluators.policy import Policy
+
+    ctx = ScoringContext(Policy(consistency={"window_seconds": 30}))
+    store = vg.GroupStore({}, ctx, forget_seconds=600)
+    assert store.on_answer(ev(id="b", request_id="r"), log_time=110.0) is None
+    assert store.on_answer(ev(id="a", request_id="r"), log_time=100.0) is None  # earlier
+    assert store.table["r"]["deadline"] == 130.0
+    assert store.due_for_close(lambda key: 129.9, now=0.0, resend_after=10) == []
+    assert store.due_for_close(lambda key: None, now=0.0, resend_after=10) == []  # unknown
+    assert store.due_for_close(lambda key: 131.0, now=0.0, resend_after=10) == [("r", 131.0)]
+    assert store.due_for_close(lambda key: 131.0, now=5.0, resend_after=10) == []  # in flight
+    assert store.on_close("r", watermark=129.0) is None  # decided before the window ended
+    verdict = store.on_close("r", watermark=131.0)
+    assert verdict is not None
+    assert verdict.evidence["closed_by"] == "window"
+    assert store.table["r"]["done"]
+    assert store.table["r"]["deadline"] == 731.0
+    assert store.on_answer(ev(id="c", request_id="r"), log_time=120.0) is None  # late: ignored
+    assert store.on_close("r", watermark=731.0) is None
+    assert "r" not in store.table

@@ -31,6 +31,7 @@ from verdictflow.streams.fatal import stop_without_commit
 from verdictflow.streams.outbox import Outbox
 from verdictflow.streams.records import Record, dead_letter
 from verdictflow.streams.settings import Settings
+from verdictflow.streams.source_progress import SourceProgress
 from verdictflow.streams.topics import CONSISTENCY_GROUPS, DEAD_LETTERS, verdict_topic
 
 logger = logging.getLogger(__name__)
@@ -61,12 +62,16 @@ async def process_answers(
         except InvalidEvent as exc:
             logger.debug("dead-letter %s: %s", record.where, exc)
             decoded.append(exc)
-    events = [e for e in decoded if isinstance(e, AnswerEvent)]
+    events = [
+        (e, record.timestamp)
+        for record, e in zip(records, decoded, strict=True)
+        if isinstance(e, AnswerEvent)
+    ]
     scored = iter(
         score_isolating_failures(
             events,
             lambda batch: score_answer_events(batch, ctx, analyzer),
-            lambda event: f"answer {event.id}",
+            lambda item: f"answer {item[0].id}",
         )
     )
     for record, item in zip(records, decoded, strict=True):
@@ -79,19 +84,23 @@ async def process_answers(
 
 
 def score_answer_events(
-    events: Sequence[AnswerEvent], ctx: ScoringContext, analyzer: AnswerAnalyzer
+    timed_events: Sequence[tuple[AnswerEvent, float | None]],
+    ctx: ScoringContext,
+    analyzer: AnswerAnalyzer,
 ) -> list[Outputs]:
-    """(topic, key, value) of everything each valid answer produces: its per-answer verdicts,
-    and its Q2 verdict when the event is self-contained, else the message that joins it to its
-    group."""
+    """(topic, key, value) of everything each valid answer (with its record's log time)
+    produces: its per-answer verdicts, and its Q2 verdict when the event is self-contained,
+    else the message that joins it to its group."""
     results = []
-    for event, verdicts in zip(events, score_answers(events, ctx, analyzer), strict=True):
+    events = [event for event, _ in timed_events]
+    scored = score_answers(events, ctx, analyzer)
+    for (event, log_time), verdicts in zip(timed_events, scored, strict=True):
         outputs = [(verdict_topic(v.kind), v.input_id, encode(v)) for v in verdicts]
         if variant_groups.is_self_contained(event):
             q2 = variant_groups.score_self_contained(event, ctx)
             outputs.append((verdict_topic(q2.kind), q2.input_id, encode(q2)))
         else:
-            outputs.append((CONSISTENCY_GROUPS, event.group_key, group_message(event)))
+            outputs.append((CONSISTENCY_GROUPS, event.group_key, group_message(event, log_time)))
         results.append(outputs)
     return results
 
@@ -103,22 +112,21 @@ def register(
     ctx: ScoringContext,
     settings: Settings,
     analyzer: AnswerAnalyzer,
+    progress: SourceProgress,
 ) -> Any:
-    """Declare the answers agent on ``app``."""
+    """Declare the answers agent on ``app``; ``progress`` learns what it has forwarded."""
     outbox = new_outbox()
 
     @app.agent(topics["answers"], name="vf-answers")
     async def answers_agent(stream: Any) -> None:
         async for batch in stream.take_events(settings.batch_size, settings.batch_window_seconds):
             try:
+                records = [Record.from_faust(event.message) for event in batch]
                 await process_answers(
-                    [Record.from_faust(event.message) for event in batch],
-                    outbox,
-                    ctx,
-                    analyzer,
-                    max_bytes=settings.max_event_bytes,
+                    records, outbox, ctx, analyzer, max_bytes=settings.max_event_bytes
                 )
                 await outbox.drain()  # delivered before take_events acks the batch
+                progress.forwarded(records)  # and before the watermark that covers them
             except Exception as exc:  # producer failure (bad input never raises): streams.fatal
                 stop_without_commit("answers agent", exc)
 

@@ -14,8 +14,10 @@ the internal topic are co-partitioned (same key, same partition count, the defau
 partitioner of Kafka's Java client and aiokafka), so one worker owns a document's entry, its
 docs records and its internal messages. A producer of ``docs`` must use that partitioner
 (librdkafka: ``partitioner=murmur2_random``); see docs/operations.md. Results are delivered
-before a batch is acked (``outbox.drain``); a failure that is not the input's fault stops the
-worker without a commit (see :mod:`verdictflow.streams.fatal`).
+before a batch is acked (``outbox.drain``), and the entries that record them are written to the
+table only after that (:class:`~verdictflow.streams.durable_table.StagedWrites`); a failure
+that is not the input's fault stops the worker without a commit (see
+:mod:`verdictflow.streams.fatal`).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from verdictflow.evaluators.doc_quality import QualityConfig
 from verdictflow.exceptions import InvalidEvent
 from verdictflow.models.codec import decode, encode
 from verdictflow.models.events import DocUpdate, EdgeEvent
-from verdictflow.streams.durable_table import durable_table, writes_for
+from verdictflow.streams.durable_table import StagedWrites, durable_table, writes_for
 from verdictflow.streams.fatal import stop_without_commit
 from verdictflow.streams.outbox import Outbox
 from verdictflow.streams.records import Record, dead_letter
@@ -187,7 +189,8 @@ def register(
         async def open_cpesh_client() -> None:
             await cpesh.__aenter__()
 
-    proc = DocQualityProcessor(table, reader, quality_config(quality), settings, cpesh)
+    staged = StagedWrites(table)  # an entry reaches the changelog after the row it records
+    proc = DocQualityProcessor(staged, reader, quality_config(quality), settings, cpesh)
 
     def batch_agent(
         topic: str, name: str, handle: Any, needs_sync: bool, begin: Callable[[], None] | None
@@ -200,15 +203,16 @@ def register(
                 settings.batch_size, settings.batch_window_seconds
             ):
                 try:
-                    if needs_sync:
-                        await reader.sync()
-                    if begin is not None:
-                        begin()
-                    for event in batch:
-                        with writes_for(event):  # the document's state follows its record
-                            await handle(Record.from_faust(event.message), outbox)
-                    await outbox.drain()  # delivered before take_events acks the batch
-                    await table.flush_writes()  # and so are the table's changelog writes
+                    async with staged.batch():  # one batch at a time over the shared table
+                        if needs_sync:
+                            await reader.sync()
+                        if begin is not None:
+                            begin()
+                        for event in batch:
+                            with writes_for(event):  # the document's state follows its record
+                                await handle(Record.from_faust(event.message), outbox)
+                        await outbox.drain()  # delivered before take_events acks the batch
+                        await staged.commit()  # then the entries that record them
                 except Exception as exc:  # table, index or producer failure: see streams.fatal
                     stop_without_commit(name, exc)
 

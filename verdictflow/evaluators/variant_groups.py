@@ -22,7 +22,7 @@ Rules (documented in the README):
 from __future__ import annotations
 
 import logging
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
 from typing import Any
 
 from verdictflow.evaluators.answer_verdicts import ScoringContext, VerdictMeta, score_consistency
@@ -142,7 +142,9 @@ class GroupStore:
     consistency agent, a plain dict in ``verdictflow eval``. One implementation for both is
     what makes streamed and offline consistency verdicts equal by construction.
 
-    ``now`` is the driver's clock (wall time in the agent, constant offline); it decides when
+    Windows are measured in log time: an answer comes with its record's timestamp, and a close
+    with the watermark it was decided on (:mod:`verdictflow.streams.source_progress`); offline,
+    every answer has log time 0 and the input's end closes what is left. Times decide when
     windows close and closed groups are forgotten, never a score.
     """
 
@@ -163,38 +165,49 @@ class GroupStore:
         self.table[key] = closed_marker(state, now + self.forget_seconds)
         return verdict
 
-    def on_answer(self, event: AnswerEvent, now: float) -> Verdict | None:
+    def on_answer(self, event: AnswerEvent, log_time: float) -> Verdict | None:
+        """Add an answer whose record was stamped ``log_time``; the group's window ends
+        ``window_seconds`` after the earliest log time among its answers."""
         key = event.group_key
         state = self.table.get(key)
+        window_end = log_time + self.ctx.policy.consistency.window_seconds
         if state is None:
-            window = self.ctx.policy.consistency.window_seconds
-            state = new_group(event, deadline=now + window)
+            state = new_group(event, deadline=window_end)
         elif state["done"]:
             logger.info("late answer %s for closed request %s ignored", event.id, key)
             return None
         updated = add_event(state, event, self.ctx.policy.consistency.max_variants)
+        updated["deadline"] = min(updated["deadline"], window_end)
         if is_complete(updated):
-            return self._finish(key, updated, "complete", now)
+            return self._finish(key, updated, "complete", log_time)
         if updated != state:  # a redelivered answer changes nothing: no changelog write
             self.table[key] = updated
         return None
 
-    def on_close(self, key: str, now: float) -> Verdict | None:
+    def on_close(self, key: str, watermark: float) -> Verdict | None:
+        """A close message decided at ``watermark``: every answer of the group's partition up
+        to that log time is in, so a window that ended by then is closed."""
         self.close_sent.pop(key, None)
         state = self.table.get(key)
-        if state is None or now < state["deadline"]:
+        if state is None or watermark < state["deadline"]:
             return None
         if state["done"]:
             del self.table[key]
             return None
-        return self._finish(key, state, "window", now)
+        return self._finish(key, state, "window", watermark)
 
-    def due_for_close(self, now: float, resend_after: float) -> list[str]:
-        """Keys whose deadline passed and that have no close message in flight."""
+    def due_for_close(
+        self, watermark_of: Callable[[str], float | None], now: float, resend_after: float
+    ) -> list[tuple[str, float]]:
+        """(key, watermark) of groups whose window ended by their partition's watermark and
+        that have no close message in flight (``now``, the driver's clock, times re-sends)."""
         due = []
         for key, state in list(self.table.items()):
+            watermark = watermark_of(key)
+            if watermark is None or state["deadline"] > watermark:
+                continue
             sent = self.close_sent.get(key)
-            if state["deadline"] <= now and (sent is None or now - sent > resend_after):
+            if sent is None or now - sent > resend_after:
                 self.close_sent[key] = now
-                due.append(key)
+                due.append((key, watermark))
         return due

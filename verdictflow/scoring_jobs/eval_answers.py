@@ -62,7 +62,7 @@ def evaluate_answers(
                 yield Output(verdict=verdict)
             if vg.is_self_contained(item):
                 yield Output(verdict=vg.score_self_contained(item, ctx))
-            elif (closed := store.on_answer(item, now=0.0)) is not None:
+            elif (closed := store.on_answer(item, log_time=0.0)) is not None:
                 yield Output(verdict=closed)
     for key in list(store.table):
         if (closed := store.on_close(key, math.inf)) is not None:

@@ -18,6 +18,7 @@ from verdictflow.streams.kafka_security import faust_credentials
 from verdictflow.streams.outbox import FaustOutbox, Outbox, OutputProducer
 from verdictflow.streams.safe_commit import SafeCommitApp, SafeCommitConsumer
 from verdictflow.streams.settings import Settings
+from verdictflow.streams.source_progress import SourceProgress
 from verdictflow.streams.topic_plan import topic_plan
 from verdictflow.streams.topics import ALL_TOPICS, full_name
 from verdictflow.streams.worker_metrics import MeteredOutbox, WorkerMetrics
@@ -112,8 +113,11 @@ def create_app(
     if metrics is not None:
         _register_lag_timer(app, metrics)
 
-    answers.register(app, topics, new_outbox, ctx, settings, scoring.analyzer)
-    consistency.register(app, topics, new_outbox, ctx, settings)
+    progress = SourceProgress(
+        app, topics["answers"].get_topic_name(), idle_lag=settings.consistency_idle_lag_seconds
+    )
+    answers.register(app, topics, new_outbox, ctx, settings, scoring.analyzer, progress)
+    consistency.register(app, topics, new_outbox, ctx, settings, progress)
     summaries.register(app, topics, new_outbox, ctx, settings)
     doc_quality.register(app, topics, new_outbox, settings)
     topic_guard.register(app, settings)

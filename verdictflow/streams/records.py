@@ -7,7 +7,10 @@ same way from Faust, from tests and from offline tools.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
+
+from aiokafka.partitioner import murmur2
 
 from verdictflow.exceptions import InvalidEvent
 from verdictflow.models.dead_letter import DeadLetter
@@ -40,6 +43,13 @@ class Record:
     def where(self) -> str:
         """``topic[partition]@offset``: how an operator finds the record."""
         return f"{self.topic}[{self.partition}]@{self.offset}"
+
+
+@lru_cache(maxsize=65536)
+def key_partition(key: bytes, partitions: int) -> int:
+    """The partition Kafka's default partitioner (murmur2, as in the Java client and aiokafka)
+    gives ``key``: where a key's records are, hence where its table state goes."""
+    return int(murmur2(key) & 0x7FFFFFFF) % partitions
 
 
 def dead_letter(record: Record, error: InvalidEvent) -> DeadLetter:

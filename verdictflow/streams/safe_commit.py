@@ -82,6 +82,12 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
         """Partitions whose commits wait for a record lost before processing."""
         return len(self._missing_heads)
 
+    def committed_offset(self, tp: Any) -> int | None:
+        """The offset reading restarts from on this partition (Faust's record of the last
+        commit or seek), or None when unknown: a lower bound of what was processed."""
+        offset = self._committed_offset.get(ensure_TP(tp))
+        return int(offset) if offset is not None else None
+
     # -- records in sequence ------------------------------------------------------------------
 
     async def seek_to_committed(self) -> Mapping[Any, int]:

@@ -40,6 +40,10 @@ class Settings(BaseSettings):
     batch_window_seconds: Annotated[float, Field(gt=0, le=10)] = 0.05
     consistency_tick_seconds: Annotated[float, Field(gt=0, le=3600)] = 1.0
     consistency_forget_seconds: Annotated[float, Field(gt=0)] = 600.0
+    #: When the answers agent has read everything the broker holds for a partition, that
+    #: partition's window watermark is the clock less this: allowance for producer clocks
+    #: and for records appended since the last fetch (streams/source_progress.py).
+    consistency_idle_lag_seconds: Annotated[float, Field(ge=0, le=3600)] = 2.0
     #: How often a worker checks that the broker still has every registry topic (and declares
     #: the missing ones: a broker restarted with empty storage comes back without them).
     topic_check_seconds: Annotated[float, Field(gt=0, le=3600)] = 5.0

@@ -33,11 +33,11 @@ import orjson
 from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
-from aiokafka.partitioner import DefaultPartitioner
 
 from verdictflow.exceptions import VerdictflowError
 from verdictflow.streams.durable_table import TABLE_LAYOUT, versioned
 from verdictflow.streams.kafka_security import aiokafka_security_kwargs
+from verdictflow.streams.records import key_partition
 from verdictflow.streams.settings import Settings
 from verdictflow.streams.topic_reader import read_whole_topic
 from verdictflow.streams.topics import TABLE_SOURCES
@@ -66,12 +66,6 @@ class MigrationReport:
     records_read: int = 0
     keys_written: int = 0
     keys_moved: int = 0  # keys whose layout-1 partition differed from their records'
-
-
-def key_partition(key: bytes, partitions: int) -> int:
-    """The partition Kafka's default (murmur2) partitioner gives ``key``: where its records
-    are, hence where its layout-2 state goes."""
-    return int(DefaultPartitioner()(key, list(range(partitions)), list(range(partitions))))
 
 
 def latest_values(records: list[tuple[int, bytes | None, bytes | None]]) -> dict[str, bytes]:
