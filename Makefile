@@ -23,13 +23,13 @@ test: setup lint
 	$(BIN)/pytest
 
 lint: setup
-	$(BIN)/ruff check verdictflow tests bench
-	$(BIN)/ruff format --check verdictflow tests bench
+	$(BIN)/ruff check verdictflow tests bench scripts
+	$(BIN)/ruff format --check verdictflow tests bench scripts
 	$(BIN)/mypy
 
 fmt: setup
-	$(BIN)/ruff format verdictflow tests bench
-	$(BIN)/ruff check --fix verdictflow tests bench
+	$(BIN)/ruff format verdictflow tests bench scripts
+	$(BIN)/ruff check --fix verdictflow tests bench scripts
 
 ## Known vulnerabilities in the installed dependencies (pip-audit); fails when it cannot audit.
 audit: setup

@@ -41,7 +41,8 @@ from verdictflow.streams.topic_reader import assign_all
 def docs(n: int, tag: str) -> list[bytes]:
     """``n`` documents with distinct texts, except that every 20th copies the text of the
     document 10 before it: 5 % exact duplicates, in pairs (a near-duplicate cluster of a real
-    corpus is small; one cluster of m copies costs m^2 re-score requests, see README)."""
+    corpus is small; one cluster of m copies costs m^2 re-score requests, see
+    docs/document-quality.md)."""
     texts: list[str] = []
     for i in range(n):
         words = " ".join(WORDS[(i * 7 + j * 3) % len(WORDS)] for j in range(8 + i % 40))

@@ -92,7 +92,8 @@ def worker(
     ] = None,
 ) -> None:
     """Run a Faust worker: the answers agent (groundedness, relevance, completeness,
-    hallucination) and the consistency agent."""
+    hallucination), the consistency agent, the summaries agent (judge verdicts) and the
+    document-quality agents."""
     from verdictflow.streams.worker import run_worker
 
     _setup_logging(log_level)

@@ -205,6 +205,7 @@ async def test_summaries_setup_failure_stops_without_acking(built, monkeypatch):
     stop_without_commit instead of escaping the agent, which would let take_events ack the
     batch and lose those summaries."""
     from verdictflow.agents import summaries
+    from verdictflow.streams import batch_agent
 
     app, outbox = built
     stopped: list[str] = []
@@ -218,13 +219,13 @@ async def test_summaries_setup_failure_stops_without_acking(built, monkeypatch):
         stop.set()
 
     monkeypatch.setattr(summaries, "judge_records", failing_judge)
-    monkeypatch.setattr(summaries, "stop_without_commit", record_stop)
+    monkeypatch.setattr(batch_agent, "stop_without_commit", record_stop)
     summary = {"id": "s1", "source": "The cat sat on the mat.", "summary": "A cat sat."}
     async with agent(app, "vf-summaries").test_context() as ctx:
         await ctx.put(orjson.dumps(summary), key=b"s1")
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), 10)
-    assert stopped == ["summaries agent"]
+    assert stopped == ["vf-summaries"]
     assert outbox.sent == []
 
 
@@ -232,11 +233,11 @@ async def test_group_state_waits_for_its_verdict_to_be_delivered(built, monkeypa
     """A closed group's marker must not reach the changelog before its verdict reaches its
     topic: a worker killed in between would come back to a group marked done whose verdict
     was never sent (the same fault lost a document-quality row in CI)."""
-    from verdictflow.agents import consistency
+    from verdictflow.streams import batch_agent
 
     app, outbox = built
     stopped = asyncio.Event()
-    monkeypatch.setattr(consistency, "stop_without_commit", lambda where, exc: stopped.set())
+    monkeypatch.setattr(batch_agent, "stop_without_commit", lambda where, exc: stopped.set())
 
     async def failing_drain() -> None:
         raise ConnectionError("broker unreachable")

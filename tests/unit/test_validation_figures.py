@@ -1,7 +1,8 @@
 """Regression test of the validation figures on ../shared/data (skipped where it is absent).
 
 The scores are deterministic, so the figures are pinned to 4 decimals: a change in tokenization
-or Q1 that moves them must be deliberate (update the README's table with it).
+or Q1 that moves them must be deliberate (update the table in docs/verdicts/groundedness.md
+with it).
 """
 
 from __future__ import annotations

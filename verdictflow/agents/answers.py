@@ -27,7 +27,7 @@ from verdictflow.evaluators.answer_verdicts import ScoringContext
 from verdictflow.exceptions import InvalidEvent
 from verdictflow.models.codec import decode, encode
 from verdictflow.models.events import AnswerEvent
-from verdictflow.streams.fatal import stop_without_commit
+from verdictflow.streams.batch_agent import batch_agent
 from verdictflow.streams.outbox import Outbox
 from verdictflow.streams.records import Record, dead_letter
 from verdictflow.streams.settings import Settings
@@ -117,17 +117,15 @@ def register(
     """Declare the answers agent on ``app``; ``progress`` learns what it has forwarded."""
     outbox = new_outbox()
 
-    @app.agent(topics["answers"], name="vf-answers")
-    async def answers_agent(stream: Any) -> None:
-        async for batch in stream.take_events(settings.batch_size, settings.batch_window_seconds):
-            try:
-                records = [Record.from_faust(event.message) for event in batch]
-                await process_answers(
-                    records, outbox, ctx, analyzer, max_bytes=settings.max_event_bytes
-                )
-                await outbox.drain()  # delivered before take_events acks the batch
-                progress.forwarded(records)  # and before the watermark that covers them
-            except Exception as exc:  # producer failure (bad input never raises): streams.fatal
-                stop_without_commit("answers agent", exc)
+    async def handle(events: Sequence[Any], records: Sequence[Record]) -> None:
+        await process_answers(records, outbox, ctx, analyzer, max_bytes=settings.max_event_bytes)
 
-    return answers_agent
+    return batch_agent(
+        app,
+        topics["answers"],
+        name="vf-answers",
+        settings=settings,
+        outbox=outbox,
+        handle=handle,
+        delivered=progress.forwarded,  # after delivery: the watermark covers delivered answers
+    )

@@ -28,8 +28,8 @@ import orjson
 from verdictflow.evaluators import variant_groups as vg
 from verdictflow.evaluators.answer_verdicts import ScoringContext
 from verdictflow.models.events import AnswerEvent
-from verdictflow.streams.durable_table import StagedWrites, durable_table, writes_for
-from verdictflow.streams.fatal import stop_without_commit
+from verdictflow.streams.batch_agent import batch_agent, per_record
+from verdictflow.streams.durable_table import StagedWrites, durable_table
 from verdictflow.streams.outbox import Outbox, send_model
 from verdictflow.streams.records import Record, key_partition
 from verdictflow.streams.settings import Settings
@@ -121,19 +121,18 @@ def register(
     store = vg.GroupStore(staged, ctx, forget_seconds=settings.consistency_forget_seconds)
     tick = settings.consistency_tick_seconds
 
-    @app.agent(topics[CONSISTENCY_GROUPS], name="vf-consistency")
-    async def consistency_agent(stream: Any) -> None:
-        async for batch in stream.take_events(settings.batch_size, settings.batch_window_seconds):
-            try:
-                async with staged.batch():
-                    for event in batch:
-                        with writes_for(event):
-                            record = Record.from_faust(event.message)
-                            await process_group_record(record, store, outbox)
-                    await outbox.drain()  # delivered before take_events acks the batch
-                    await staged.commit()  # then the state that records them
-            except Exception as exc:  # table or producer failure: see streams.fatal
-                stop_without_commit("consistency agent", exc)
+    async def handle(record: Record) -> None:
+        await process_group_record(record, store, outbox)
+
+    consistency_agent = batch_agent(
+        app,
+        topics[CONSISTENCY_GROUPS],
+        name="vf-consistency",
+        settings=settings,
+        outbox=outbox,
+        handle=per_record(handle),
+        staged=staged,
+    )
 
     @app.timer(tick, name="vf-consistency-close-windows")  # type: ignore[untyped-decorator]
     async def close_expired_windows() -> None:

@@ -23,7 +23,7 @@ that is not the input's fault stops the worker without a commit (see
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import faust
@@ -36,8 +36,8 @@ from verdictflow.evaluators.doc_quality import QualityConfig
 from verdictflow.exceptions import InvalidEvent
 from verdictflow.models.codec import decode, encode
 from verdictflow.models.events import DocUpdate, EdgeEvent
-from verdictflow.streams.durable_table import StagedWrites, durable_table, writes_for
-from verdictflow.streams.fatal import stop_without_commit
+from verdictflow.streams.batch_agent import batch_agent, per_record
+from verdictflow.streams.durable_table import StagedWrites, durable_table
 from verdictflow.streams.outbox import Outbox
 from verdictflow.streams.records import Record, dead_letter
 from verdictflow.streams.settings import CpeshSettings, QualitySettings, Settings
@@ -192,31 +192,39 @@ def register(
     staged = StagedWrites(table)  # an entry reaches the changelog after the row it records
     proc = DocQualityProcessor(staged, reader, quality_config(quality), settings, cpesh)
 
-    def batch_agent(
-        topic: str, name: str, handle: Any, needs_sync: bool, begin: Callable[[], None] | None
+    def declare(
+        topic: str,
+        name: str,
+        handle: Callable[[Record, Outbox], Awaitable[None]],
+        needs_sync: bool,
+        begin: Callable[[], None] | None,
     ) -> None:
         outbox = new_outbox()
 
-        @app.agent(topics[topic], name=name)
-        async def agent(stream: Any) -> None:
-            async for batch in stream.take_events(
-                settings.batch_size, settings.batch_window_seconds
-            ):
-                try:
-                    async with staged.batch():  # one batch at a time over the shared table
-                        if needs_sync:
-                            await reader.sync()
-                        if begin is not None:
-                            begin()
-                        for event in batch:
-                            with writes_for(event):  # the document's state follows its record
-                                await handle(Record.from_faust(event.message), outbox)
-                        await outbox.drain()  # delivered before take_events acks the batch
-                        await staged.commit()  # then the entries that record them
-                except Exception as exc:  # table, index or producer failure: see streams.fatal
-                    stop_without_commit(name, exc)
+        async def each(record: Record) -> None:
+            await handle(record, outbox)
 
-    batch_agent("docs", "vf-docs", proc.on_doc, True, None)
-    batch_agent("doc-edges", "vf-doc-edges", proc.on_edge, False, None)
-    batch_agent(DOC_QUALITY_INTERNAL, "vf-doc-quality", proc.on_internal, True, proc.begin_batch)
+        handle_records = per_record(each)  # the document's state follows its record
+
+        async def handle_batch(events: Sequence[Any], records: Sequence[Record]) -> None:
+            if needs_sync:
+                await reader.sync()
+            if begin is not None:
+                begin()
+            await handle_records(events, records)
+
+        # staged: one batch at a time over the shared table, entries after their rows
+        batch_agent(
+            app,
+            topics[topic],
+            name=name,
+            settings=settings,
+            outbox=outbox,
+            handle=handle_batch,
+            staged=staged,
+        )
+
+    declare("docs", "vf-docs", proc.on_doc, True, None)
+    declare("doc-edges", "vf-doc-edges", proc.on_edge, False, None)
+    declare(DOC_QUALITY_INTERNAL, "vf-doc-quality", proc.on_internal, True, proc.begin_batch)
     return proc

@@ -27,7 +27,7 @@ from verdictflow.evaluators.judge.verdicts import JudgeContext, Parser, score_ba
 from verdictflow.exceptions import InvalidEvent
 from verdictflow.models.codec import decode, encode
 from verdictflow.models.events import SummaryEvent
-from verdictflow.streams.fatal import stop_without_commit
+from verdictflow.streams.batch_agent import batch_agent
 from verdictflow.streams.outbox import Outbox
 from verdictflow.streams.records import Record, dead_letter
 from verdictflow.streams.settings import Settings
@@ -104,22 +104,22 @@ def register(
 
     size = min(settings.batch_size, MAX_BATCH)
 
-    @app.agent(topics[SUMMARIES], name="vf-summaries")
-    async def summaries_agent(stream: Any) -> None:
-        async for batch in stream.take_events(size, settings.batch_window_seconds):
-            records = [Record.from_faust(event.message) for event in batch]
-            try:
-                # spaCy is CPU-bound for up to seconds per batch: off the event loop, so consumer
-                # heartbeats (6 s session timeout on the embedded broker) keep flowing. Inside
-                # the try: a setup failure (model load, memory) escaping the agent would let
-                # take_events ack summaries that were never judged.
-                results = await asyncio.to_thread(judge_batch, records)
-                for record, outputs in zip(records, results, strict=True):
-                    headers = {"vf-source": record.where.encode()}
-                    for topic, key, value in outputs:
-                        await outbox.send(topic, key, value, headers)
-                await outbox.drain()  # delivered before take_events acks the batch
-            except Exception as exc:  # scoring setup or producer failure: see streams.fatal
-                stop_without_commit("summaries agent", exc)
+    async def handle(events: Sequence[Any], records: Sequence[Record]) -> None:
+        # spaCy is CPU-bound for up to seconds per batch: off the event loop, so consumer
+        # heartbeats (6 s session timeout on the embedded broker) keep flowing. A setup failure
+        # (model load, memory) raises into batch_agent, which stops without acking the batch.
+        results = await asyncio.to_thread(judge_batch, list(records))
+        for record, outputs in zip(records, results, strict=True):
+            headers = {"vf-source": record.where.encode()}
+            for topic, key, value in outputs:
+                await outbox.send(topic, key, value, headers)
 
-    return summaries_agent
+    return batch_agent(
+        app,
+        topics[SUMMARIES],
+        name="vf-summaries",
+        settings=settings,
+        outbox=outbox,
+        handle=handle,
+        batch_size=size,
+    )

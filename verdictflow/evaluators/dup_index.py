@@ -16,7 +16,7 @@ Vectors are L2-normalised in float64 and stored as float32 (:func:`unit_rows`); 
 (an empty text embeds to zero) has cosine 0 with everything, so it has no duplicates and is
 nobody's duplicate. Exact inner product (``IndexFlatIP``) is used in the stream: an insert or
 delete is O(1)/O(n) with no training, and a search over 100k x 384-d vectors costs a few ms,
-well inside the per-document budget; past a few million documents see README (sharding).
+well inside the per-document budget; past a few million documents the index would need sharding.
 """
 
 from __future__ import annotations

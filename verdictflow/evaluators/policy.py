@@ -8,7 +8,7 @@ changes it.
 
 Default thresholds are placeholders until calibrated on a golden set: 0.80 for groundedness
 and 0.60 for consistency (the spec's toy examples: Q1 1.00 passes, 0.60 fails; Q2 0.6556 passes);
-relevance 0.20, completeness 0.50 and hallucination at most 0.30 (see the README's validation
+relevance 0.20, completeness 0.50 and hallucination at most 0.30 (see docs/verdicts/, validation
 figures for where they sit on HaluEval).
 """
 
@@ -65,8 +65,8 @@ class HallucinationPolicy(_Strict):
     entity_anchors: bool = True
     #: ``always``: content words outside other anchors are ``term`` anchors too; ``fallback``:
     #: only for an answer with no other anchor. ``always`` tracked human judgements better on
-    #: QAGS and HaluEval (README, validation), at the price of diluting one wrong number in a
-    #: long answer.
+    #: QAGS and HaluEval (docs/verdicts/hallucination.md, validation), at the price of
+    #: diluting one wrong number in a long answer.
     term_anchors: Literal["always", "fallback"] = "always"
 
 

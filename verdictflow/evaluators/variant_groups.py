@@ -5,7 +5,7 @@ A request's consistency set is every answer (and inline variant) of the events s
 window closes. The state is a JSON-able dict, so the stream driver can keep it in a Faust table
 and the offline driver in a plain dict, with identical results.
 
-Rules (documented in the README):
+Rules (documented in docs/verdicts/consistency.md):
 - An event's answers are ``(id, answer)`` then ``(id#v1, variants[0])``, ...; an answer id seen
   twice is counted once, so at-least-once redelivery never inflates a group.
 - ``expected`` is the event's ``expected_variants``; without it, an event with inline variants

@@ -252,7 +252,7 @@ class Retriever:
         return fused[:n]
 
     def _in_lane(self, doc_id: str, lane: str | None) -> bool:
-        """A document without a lane belongs to every lane (see README decisions)."""
+        """A document without a lane belongs to every lane (see docs/retriever.md, decisions)."""
         if lane is None:
             return True
         meta = self.docs.get(doc_id)

@@ -50,7 +50,8 @@ def read_lines(path: Path) -> list[bytes]:
 
 
 def make_producer(settings: Settings) -> AIOKafkaProducer:
-    """A producer that, on the embedded broker, puts one record in each batch (see README)."""
+    """A producer that, on the embedded broker, puts one record in each batch (see
+    docs/embedded-broker.md)."""
     return AIOKafkaProducer(
         bootstrap_servers=settings.bootstrap_servers,
         max_batch_size=1 if settings.embedded else 16384,

@@ -27,7 +27,8 @@ logger = logging.getLogger(__name__)
 
 
 def faust_config(settings: Settings) -> dict[str, Any]:
-    """Faust settings. The embedded-broker profile adds the Tansu workarounds (see README)."""
+    """Faust settings. The embedded-broker profile adds the Tansu workarounds (see
+    docs/embedded-broker.md)."""
     conf: dict[str, Any] = {
         "broker": settings.broker,
         "store": settings.store,

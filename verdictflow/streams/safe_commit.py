@@ -31,7 +31,7 @@ an offset for a hole in the log and counted it as done: the kill test lost an an
 
 What this gives up: a source topic with offset holes (a transactional producer's commit
 markers) would restart the worker at each hole, so transactional producers to the input topics
-are not supported (README, Reliability). A compacted source topic (``docs``) is all holes
+are not supported (docs/reliability.md). A compacted source topic (``docs``) is all holes
 once compacted, so it keeps Faust's rules (:attr:`SafeCommitApp.compacted_topics`): a lost
 ``docs`` record there leaves a document's quality stale until its next update.
 

@@ -120,7 +120,7 @@ class QualitySettings(BaseSettings):
     sync_timeout_seconds: Annotated[float, Field(gt=0)] = 30.0
     #: FAISS OpenMP threads in the worker. The stream searches one vector at a time, where
     #: OpenMP only adds start-up and spin-wait costs: with 2 threads on a busy 2-core machine a
-    #: 5k-vector search took 9.4 ms instead of 0.37 ms (measured, see README).
+    #: 5k-vector search took 9.4 ms instead of 0.37 ms (measured, see docs/benchmarks.md).
     faiss_threads: Annotated[int, Field(ge=1, le=256)] = 1
 
 

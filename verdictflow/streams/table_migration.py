@@ -171,7 +171,8 @@ async def _copy(settings: Settings, table: str, source: str, target: str) -> Mig
             partition = key_partition(raw, settings.partitions)
             moved += partition != old_partition[key]
             # One record per request: a Faust table recovers from this topic, and the embedded
-            # broker reports a wrong end offset after a batch of several records (README).
+            # broker reports a wrong end offset after a batch of several records
+            # (docs/embedded-broker.md).
             await producer.send_and_wait(target, latest[key], key=raw, partition=partition)
     finally:
         await producer.stop()

@@ -59,7 +59,7 @@ async def read_whole_topic(
 
     Stops when every partition reached the end offset it had at the start, or after
     ``idle_seconds`` without a record (the embedded broker can report an end offset past the
-    last record when a batch held several; see the README).
+    last record when a batch held several; see docs/embedded-broker.md).
     """
     consumer = groupless_consumer(settings)
     await consumer.start()

@@ -4,7 +4,7 @@ Strict order: coverage, alignment, hallucination, relevance, bias-toxicity; caps
 on later metrics (hallucination severity, extraneous claims) and the global safeguards are
 applied after all five, each recorded in the capped metric's ``caps``.
 
-Readings of the spec where it is literally impossible or silent (see README):
+Readings of the spec where it is literally impossible or silent (see docs/verdicts/judge.md):
 - "<=6 correct QAGs -> <=7" with exactly 6 questions would cap every summary; we read it as
   "fewer than all 6 correct".
 - "Precision/Recall issues -> <=7" applies to the two content metrics that use them
