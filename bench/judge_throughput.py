@@ -23,10 +23,10 @@ from pathlib import Path
 
 import orjson
 
-from verdictflow.agents.summaries import MAX_BATCH, judge_records, spacy_parser
 from verdictflow.evaluators.judge.verdicts import JudgeConfig, JudgeContext
 from verdictflow.nlp import load_pipeline
 from verdictflow.streams.records import Record
+from verdictflow.summary_scoring import MAX_BATCH, judge_records, spacy_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -27,9 +27,9 @@ from rich.progress import track
 from rich.table import Table
 from scipy.stats import kendalltau, spearmanr
 
-from verdictflow.agents.summaries import spacy_parser
 from verdictflow.evaluators.judge import judge_lock, twin_lock
 from verdictflow.evaluators.judge.claims import extraneous_tokens
+from verdictflow.summary_scoring import spacy_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 DIMS = ("coherence", "consistency", "fluency", "relevance")

@@ -1,4 +1,4 @@
-"""Generate docs/cli.md, the command-line reference, from the typer app in verdictflow/cli.py.
+"""Generate docs/cli.md, the command-line reference, from the typer app in verdictflow/cli/app.py.
 
 Why generated: a hand-written list of commands and options drifts from the code (the README's
 did). This script walks the command tree that typer builds from ``verdictflow.cli.app``
@@ -162,7 +162,7 @@ def render() -> str:
     out = [
         "# Command-line reference",
         "",
-        f"Generated from the typer app in `verdictflow/cli.py` by `scripts/cli_reference.py`; "
+        f"Generated from the typer app in `verdictflow/cli/app.py` by `scripts/cli_reference.py`; "
         f"do not edit by hand. Regenerate with `{REGENERATE}` "
         "(`tests/unit/test_cli_reference.py` fails when this file is out of date).",
         "",

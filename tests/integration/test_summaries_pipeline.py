@@ -11,10 +11,10 @@ import orjson
 import pytest
 
 from tests.integration.test_answers_pipeline import collect
-from verdictflow.agents.summaries import spacy_parser
 from verdictflow.evaluators.judge.verdicts import JudgeConfig, JudgeContext
 from verdictflow.scoring_jobs.eval_summaries import evaluate_summaries
 from verdictflow.scoring_jobs.replay import replay
+from verdictflow.summary_scoring import spacy_parser
 
 pytestmark = pytest.mark.broker
 SUMMEVAL = Path(__file__).resolve().parents[3] / "shared" / "data" / "summeval"

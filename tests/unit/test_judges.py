@@ -5,7 +5,6 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from verdictflow.agents.summaries import judge_records
 from verdictflow.evaluators.judge import judge_lock, qag, twin_lock
 from verdictflow.evaluators.judge.keypoints import extract_key_points, jaccard
 from verdictflow.evaluators.judge.text import parse_all
@@ -14,6 +13,7 @@ from verdictflow.evaluators.judge.verdicts import JudgeConfig, JudgeContext, sco
 from verdictflow.models.events import SummaryEvent
 from verdictflow.nlp import load_pipeline, pipeline_version
 from verdictflow.streams.records import Record
+from verdictflow.summary_scoring import judge_records
 
 ARTICLE = (
     "The city council approved a new budget of 5 million dollars on Monday. "

@@ -112,8 +112,8 @@ def _answer_quality_scorer(kind: str, idf_stats: str | None) -> BatchScorer:
 
 
 def _judge_scorer(judge: str) -> BatchScorer:
-    from verdictflow.agents.summaries import spacy_parser
     from verdictflow.evaluators.judge.verdicts import JudgeContext, score_batch
+    from verdictflow.summary_scoring import spacy_parser
 
     parse, version = spacy_parser()
 

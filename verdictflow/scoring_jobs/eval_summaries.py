@@ -16,7 +16,6 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from verdictflow.agents.summaries import MAX_BATCH, judge_records
 from verdictflow.evaluators.judge.common import METRICS
 from verdictflow.evaluators.judge.verdicts import JudgeConfig, JudgeContext, Parser
 from verdictflow.exceptions import VerdictflowError
@@ -24,6 +23,7 @@ from verdictflow.models.codec import DEFAULT_MAX_EVENT_BYTES
 from verdictflow.models.verdicts import JudgeVerdict
 from verdictflow.streams.records import Record
 from verdictflow.streams.topics import DEAD_LETTERS
+from verdictflow.summary_scoring import MAX_BATCH, judge_records
 
 
 def _records(lines: Iterable[bytes], source: str) -> Iterator[Record]:
@@ -72,8 +72,8 @@ def run_cli(
 ) -> None:
     """The body of ``verdictflow eval summaries`` (kept here so cli.py stays a thin hook);
     ``config`` is the policy's ``judge`` section (default thresholds without one)."""
-    from verdictflow.agents.summaries import spacy_parser
     from verdictflow.evaluators.judge.verdicts import ALL_JUDGES
+    from verdictflow.summary_scoring import spacy_parser
 
     choices: dict[str, list[str]] = {"both": list(ALL_JUDGES), **{j: [j] for j in ALL_JUDGES}}
     if judge is not None and judge not in choices:

@@ -167,12 +167,3 @@ def report_csv(report: Mapping[str, Any]) -> bytes:
                 ]
             )
     return out.getvalue().encode()
-
-
-if __name__ == "__main__":  # python -m verdictflow.scoring_jobs.rq_eval ...
-    import sys
-
-    from verdictflow.cli import main
-
-    sys.argv = [sys.argv[0], "rq-eval", *sys.argv[1:]]
-    main()

@@ -1,24 +1,15 @@
-"""The audit commands, ``verdictflow ledger`` and ``verdictflow drift`` (registered on the main
-CLI in ``cli.py``; kept here so each module stays small)."""
+"""The audit commands: ``verdictflow ledger`` and ``verdictflow drift``."""
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from verdictflow.cli import BrokerOpt, PrefixOpt, build_settings, err
-
-
-def _setup_logging() -> None:
-    """Our own messages at INFO (drift alerts, skipped records); the Kafka client's at WARNING."""
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    logging.getLogger("verdictflow").setLevel(logging.INFO)
-
+from verdictflow.cli.options import BrokerOpt, PrefixOpt, build_settings, err, setup_logging
 
 TimeoutOpt = Annotated[
     float | None, typer.Option(help="Stop after S idle seconds (default: run until Ctrl-C)")
@@ -40,7 +31,7 @@ def ledger(
     from verdictflow.streams.topics import VERDICT_TOPICS
 
     settings = build_settings(broker=broker, prefix=prefix)
-    _setup_logging()
+    setup_logging("info", libraries="warning")  # alerts, skipped records; not the client
     result = asyncio.run(run_ledger(settings, out, topic or VERDICT_TOPICS, timeout=timeout))
     err.print(
         f"ledger {out}: {result.written} verdicts written, {result.duplicates} already there, "
@@ -68,7 +59,7 @@ def drift(
     from verdictflow.scoring_jobs.drift import run_drift
 
     settings = build_settings(broker=broker, prefix=prefix)
-    _setup_logging()
+    setup_logging("info", libraries="warning")  # alerts, skipped records; not the client
 
     def show(alert: DriftAlert) -> None:
         sys.stdout.buffer.write(encode(alert) + b"\n")

@@ -1,0 +1,154 @@
+"""Offline commands: the agents' scoring code over files, without a broker (``eval``), the
+background statistics it uses (``build-idf``), threshold calibration and the topic schemas."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import orjson
+import typer
+from rich.console import Console
+
+from verdictflow.cli.options import IdfStatsOpt, PolicyOpt, err
+
+
+def eval_answers(
+    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="JSONL AnswerEvents")],
+    policy: PolicyOpt = None,
+    fmt: Annotated[str, typer.Option("--format", help="jsonl (verdicts) or table")] = "jsonl",
+    idf_stats: IdfStatsOpt = "default",
+) -> None:
+    """Score answers offline with the agents' code: one verdict per line on stdout,
+    dead letters on stderr."""
+    from verdictflow.evaluators.policy import load_policy
+    from verdictflow.scoring_jobs.eval_answers import evaluate_answers
+    from verdictflow.scoring_setup import load_scoring
+
+    scoring = load_scoring(load_policy(policy), idf_stats)
+    outputs = list(evaluate_answers(file.read_bytes().splitlines(), scoring, source=str(file)))
+    verdicts = [o.verdict for o in outputs if o.verdict is not None]
+    for o in outputs:
+        if o.dead_letter is not None:
+            sys.stderr.write(o.dead_letter.model_dump_json() + "\n")
+    if fmt == "table":
+        from verdictflow.scoring_jobs.render import verdict_table
+
+        Console().print(verdict_table(verdicts))
+    else:
+        for v in verdicts:
+            sys.stdout.buffer.write(orjson.dumps(v.model_dump(mode="json")) + b"\n")
+
+
+def eval_summaries(
+    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="JSONL SummaryEvents")],
+    judge: Annotated[
+        str | None, typer.Option(help="twin_lock, judge_lock or both (default: each event's)")
+    ] = None,
+    fmt: Annotated[str, typer.Option("--format", help="jsonl (verdicts) or table")] = "jsonl",
+    policy: PolicyOpt = None,
+) -> None:
+    """Judge summaries offline with the agent's code (Twin-Lock / Judge-Lock): one verdict per
+    line on stdout, dead letters on stderr."""
+    from verdictflow.evaluators.policy import load_policy
+    from verdictflow.scoring_jobs.eval_summaries import run_cli
+
+    run_cli(file, judge, fmt, err, load_policy(policy).judge)
+
+
+def build_idf(
+    corpus: Annotated[
+        list[Path] | None, typer.Argument(help="JSONL (one document per line) or text files")
+    ] = None,
+    out: Annotated[Path, typer.Option(help="Statistics file to write (.json or .json.gz)")] = Path(
+        "background_df.json.gz"
+    ),
+    min_df: Annotated[int, typer.Option(min=1, help="Drop terms in fewer documents")] = 2,
+    field: Annotated[str | None, typer.Option(help="JSONL field holding the text")] = None,
+    wordfreq: Annotated[
+        bool, typer.Option("--wordfreq", help="From wordfreq's English list (the default)")
+    ] = False,
+) -> None:
+    """Build background document frequencies for relevance's TF-IDF."""
+    from verdictflow.background import write_stats
+    from verdictflow.scoring_jobs.build_idf import build_from_corpus, build_from_wordfreq
+
+    if wordfreq == bool(corpus):
+        raise typer.BadParameter("give corpus files or --wordfreq (one of them)")
+    stats = (
+        build_from_wordfreq()
+        if wordfreq
+        else build_from_corpus(corpus or [], min_df=min_df, field=field)
+    )
+    write_stats(stats, out)
+    Console(stderr=True).print(
+        f"{out}: {stats.n_docs} documents, {len(stats.df)} terms, digest {stats.digest[:16]}"
+    )
+
+
+def calibrate(
+    golden: Annotated[
+        Path,
+        typer.Argument(
+            exists=True, dir_okay=False, help="JSONL: events + label (pass/fail) + group?"
+        ),
+    ],
+    kind: Annotated[
+        str,
+        typer.Option(
+            help="groundedness, consistency, relevance, completeness, hallucination, "
+            "judge.twin_lock or judge.judge_lock"
+        ),
+    ],
+    cost_fp: Annotated[float, typer.Option(min=0, help="Cost of passing a fail item")] = 1.0,
+    cost_fn: Annotated[float, typer.Option(min=0, help="Cost of failing a pass item")] = 1.0,
+    max_fpr: Annotated[
+        float | None, typer.Option(min=0, max=1, help="FPR budget, met in every group")
+    ] = None,
+    margin_quantile: Annotated[
+        float, typer.Option(min=0, max=1, help="Spread quantile added as margin")
+    ] = 0.95,
+    policy: PolicyOpt = None,
+    out: Annotated[Path, typer.Option(help="Policy file to write")] = Path("policy.yaml"),
+    report: Annotated[
+        Path | None, typer.Option(help="Directory for ROC/DET plot and table")
+    ] = None,
+) -> None:
+    """Choose a kind's threshold from a labelled golden set; write a policy (and a report)."""
+    from verdictflow.evaluators.policy import load_policy
+    from verdictflow.scoring_jobs import calibrate as cal
+    from verdictflow.scoring_jobs.calibration_report import write_report
+
+    result = cal.calibrate(
+        cal.read_golden(golden, kind),
+        kind,
+        load_policy(policy),
+        cost_fp=cost_fp,
+        cost_fn=cost_fn,
+        max_fpr=max_fpr,
+        margin_quantile=margin_quantile,
+    )
+    out.write_text(cal.policy_yaml(result.policy))
+    rec = result.record
+    err.print(
+        f"{kind}: threshold {rec.threshold:.4f} (raw {rec.raw_threshold:.4f} "
+        f"{'-' if rec.direction == 'lower' else '+'} margin {rec.margin:.4f}; "
+        f"{'at most' if rec.direction == 'lower' else 'at least'} passes), "
+        f"expected TPR {rec.expected_tpr:.4f}, FPR {rec.expected_fpr:.4f}"
+        + (f", worst group {rec.worst_group}" if rec.worst_group else "")
+        + f"; policy written to {out}"
+    )
+    if report is not None:
+        for path in write_report(result, report):
+            err.print(f"report: {path}")
+
+
+def schemas(
+    out: Annotated[Path, typer.Option("--out", help="Output directory")] = Path("schemas"),
+) -> None:
+    """Write one JSON Schema per topic value, for consumers in other languages."""
+    from verdictflow.models.schemas import write_schemas
+
+    for path in write_schemas(out):
+        typer.echo(str(path))

@@ -1,0 +1,159 @@
+"""Commands around the stream: the embedded broker, a worker, replay, tail, table migration,
+and ``dev``, which runs them together on sample traffic."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import orjson
+import typer
+from rich.progress import Progress
+
+from verdictflow.cli.options import (
+    BrokerOpt,
+    PolicyOpt,
+    PrefixOpt,
+    build_settings,
+    err,
+    exit_on_sigterm,
+    setup_logging,
+)
+
+
+def broker(port: Annotated[int, typer.Option(help="Port on 127.0.0.1")] = 9092) -> None:
+    """Run the embedded Kafka-protocol broker (Tansu) in the foreground."""
+    from verdictflow.streams.broker import EmbeddedBroker
+
+    setup_logging()
+    exit_on_sigterm()
+    embedded = EmbeddedBroker(port=port).start()
+    err.print(f"embedded broker ready at [bold]{embedded.url}[/] (memory storage; Ctrl-C stops)")
+    try:
+        embedded.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        embedded.stop()
+
+
+def worker(
+    broker: BrokerOpt = None,
+    prefix: PrefixOpt = None,
+    policy: PolicyOpt = None,
+    app_id: Annotated[str | None, typer.Option(help="Consumer group / app id")] = None,
+    log_level: Annotated[str, typer.Option(help="debug, info, warning")] = "info",
+    idf_stats: Annotated[
+        str | None, typer.Option("--idf-stats", help="build-idf file, default or none")
+    ] = None,
+    metrics_port: Annotated[
+        int | None, typer.Option(help="Serve Prometheus /metrics on this port (0: off)")
+    ] = None,
+) -> None:
+    """Run a Faust worker: the answers agent (groundedness, relevance, completeness,
+    hallucination), the consistency agent, the summaries agent (judge verdicts) and the
+    document-quality agents."""
+    from verdictflow.streams.worker import run_worker
+
+    setup_logging(log_level)
+    run_worker(
+        build_settings(
+            broker=broker,
+            prefix=prefix,
+            policy=policy,
+            app_id=app_id,
+            log_level=log_level,
+            idf_stats=idf_stats,
+            metrics_port=metrics_port,
+        )
+    )
+
+
+def migrate_tables(
+    broker: BrokerOpt = None,
+    app_id: Annotated[str | None, typer.Option(help="Consumer group / app id")] = None,
+    reset: Annotated[
+        bool, typer.Option("--reset", help="Start the new tables empty instead of migrating")
+    ] = False,
+) -> None:
+    """Move table state written by verdictflow before changelog layout 2 (stop the workers
+    first); workers refuse to start until this ran. See docs/operations.md."""
+    from verdictflow.streams.table_migration import migrate_tables as do_migrate
+
+    settings = build_settings(broker=broker, app_id=app_id)
+    with err.status("migrating table changelogs") as status:
+        reports = asyncio.run(do_migrate(settings, reset=reset, progress=status.update))
+    for r in reports:
+        print(orjson.dumps(r.__dict__).decode())
+
+
+def replay(
+    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="JSONL events")],
+    topic: Annotated[str, typer.Option(help="Topic, short (answers) or full name")] = "answers",
+    broker: BrokerOpt = None,
+    prefix: PrefixOpt = None,
+) -> None:
+    """Produce each line of a JSONL file to a topic, as is (malformed lines included)."""
+    from verdictflow.scoring_jobs.replay import read_lines
+    from verdictflow.scoring_jobs.replay import replay as do_replay
+
+    settings = build_settings(broker=broker, prefix=prefix)
+    lines = read_lines(file)
+    with Progress(console=err, transient=True) as progress:
+        task = progress.add_task(f"replaying {file.name}", total=len(lines))
+        sent = asyncio.run(
+            do_replay(lines, topic, settings, lambda n: progress.update(task, completed=n))
+        )
+    err.print(
+        f"sent {sent} records to {settings.topic_prefix}{topic.removeprefix(settings.topic_prefix)}"
+    )
+
+
+def tail(
+    topic: Annotated[list[str], typer.Argument(help="Topics (short or full names)")],
+    broker: BrokerOpt = None,
+    prefix: PrefixOpt = None,
+    from_beginning: Annotated[bool, typer.Option("--from-beginning")] = False,
+    count: Annotated[int | None, typer.Option(help="Stop after N records")] = None,
+    timeout: Annotated[float | None, typer.Option(help="Stop after S idle seconds")] = None,
+) -> None:
+    """Print topic values as JSON lines (what a monitoring consumer sees)."""
+    from verdictflow.scoring_jobs.tail import tail as do_tail
+
+    settings = build_settings(broker=broker, prefix=prefix)
+
+    async def run() -> None:
+        async for _, value in do_tail(
+            topic, settings, from_beginning=from_beginning, count=count, timeout=timeout
+        ):
+            sys.stdout.buffer.write(value + b"\n")
+            sys.stdout.flush()
+
+    asyncio.run(run())
+
+
+def dev(
+    port: Annotated[int | None, typer.Option(help="Broker port (default: a free one)")] = None,
+    sample: Annotated[Path | None, typer.Option(help="JSONL answers to replay")] = None,
+    policy: PolicyOpt = None,
+    exit_after_replay: Annotated[
+        bool, typer.Option("--exit-after-replay", help="Exit once every verdict arrived")
+    ] = False,
+    timeout: Annotated[float, typer.Option(help="Give up waiting after S seconds")] = 120.0,
+) -> None:
+    """Embedded broker + worker, replay sample traffic, and show verdicts as they arrive."""
+    from verdictflow.dev import run_dev
+
+    setup_logging("warning")
+    exit_on_sigterm()
+    raise typer.Exit(
+        run_dev(
+            port=port,
+            sample=sample,
+            policy=policy,
+            exit_after_replay=exit_after_replay,
+            timeout=timeout,
+        )
+    )
