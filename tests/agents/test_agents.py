@@ -9,6 +9,7 @@ import itertools
 import orjson
 import pytest
 
+from verdictflow.evaluators.answer_batch import Tier
 from verdictflow.evaluators.policy import Policy
 from verdictflow.streams.app import create_app
 from verdictflow.streams.outbox import RecordingOutbox
@@ -61,7 +62,7 @@ def sent_json(outbox, topic):
     return [orjson.loads(v) for v in outbox.values(topic)]
 
 
-async def test_answers_agent_scores_and_dead_letters(built):
+async def test_lexical_answers_agent_scores_and_dead_letters(built):
     app, outbox = built
     good = {
         "id": "a1",
@@ -71,7 +72,15 @@ async def test_answers_agent_scores_and_dead_letters(built):
     async with agent(app, "vf-answers").test_context() as ctx:
         await ctx.put(orjson.dumps(good), key=b"a1")
         await ctx.put(b'{"id": "bad", "answer": ', key=b"bad")
-        await wait_for(outbox, 6)
+        await wait_for(outbox, 5)
+        await asyncio.sleep(0.05)
+    assert [t for t, _, _ in outbox.sent] == [
+        "verdicts.groundedness",
+        "verdicts.relevance",
+        "verdicts.completeness",
+        "verdicts.consistency",
+        "dead-letters",
+    ], "the lexical tier computes no hallucination verdict"
     grounded = sent_json(outbox, "verdicts.groundedness")
     assert [(v["input_id"], v["score"], v["decision"]) for v in grounded] == [("a1", 1.0, "PASS")]
     consistency = sent_json(outbox, "verdicts.consistency")
@@ -80,6 +89,26 @@ async def test_answers_agent_scores_and_dead_letters(built):
     assert dead["error_code"] == "not_json"
     assert dead["offset"] == 1
     assert dead["raw"] == '{"id": "bad", "answer": '
+
+
+async def test_nlp_answers_agent_emits_hallucination_only_and_leaves_dead_letters_to_lexical():
+    """The NLP tier is its own app and consumer group (``<app id>-nlp``); a malformed record
+    is dead-lettered once, by the lexical tier."""
+    outbox = RecordingOutbox()
+    settings = Settings(app_id=f"vf-agent-test-{next(_ids)}", broker="kafka://127.0.0.1:1")
+    app = create_app(settings, Policy(), outbox_factory=lambda a, t: outbox, tier=Tier.NLP)
+    app.finalize()
+    app.flow_control.resume()
+    assert app.conf.id == f"{settings.app_id}-nlp"
+    good = {"id": "a1", "answer": "Paris is in France.", "contexts": ["Paris is in France."]}
+    async with agent(app, "vf-answers-nlp").test_context() as ctx:
+        await ctx.put(orjson.dumps(good), key=b"a1")
+        await ctx.put(b'{"id": "bad", "answer": ', key=b"bad")
+        await wait_for(outbox, 1, timeout=30)
+        await asyncio.sleep(0.2)
+    assert [t for t, _, _ in outbox.sent] == ["verdicts.hallucination"]
+    (verdict,) = sent_json(outbox, "verdicts.hallucination")
+    assert (verdict["input_id"], verdict["decision"]) == ("a1", "PASS")
 
 
 async def test_answers_agent_forwards_events_that_need_collection(built):
@@ -93,16 +122,15 @@ async def test_answers_agent_forwards_events_that_need_collection(built):
     }
     async with agent(app, "vf-answers").test_context() as ctx:
         await ctx.put(orjson.dumps(event), key=b"r1")
-        await wait_for(outbox, 5)
+        await wait_for(outbox, 4)
     kinds = [topic for topic, _, _ in outbox.sent]
     assert kinds == [
         "verdicts.groundedness",
         "verdicts.relevance",
         "verdicts.completeness",
-        "verdicts.hallucination",
         "internal.consistency-groups",
     ]
-    _topic, key, value = outbox.sent[4]
+    _topic, key, value = outbox.sent[3]
     assert key == "r1"
     forwarded = orjson.loads(value)
     assert forwarded["type"] == "answer"

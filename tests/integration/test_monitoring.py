@@ -120,9 +120,10 @@ def test_monitor_shows_the_expected_rates_of_a_replay(settings_factory, worker_f
 
         worker_url = f"http://127.0.0.1:{worker_port}/metrics"
         w = scrape(worker_url)
-        assert by_labels(w, "vf_worker_events_in_total", "topic")[("answers",)] == len(
-            traffic.lines
-        )
+        # Each tier is its own consumer group and reads every answer once.
+        groups = (settings.app_id, f"{settings.app_id}-nlp")
+        received = by_labels(w, "vf_worker_events_in_total", "group", "topic")
+        assert [received[(g, "answers")] for g in groups] == [len(traffic.lines)] * 2
         # At-least-once: a worker may deliver a verdict twice after a rebalance, never less.
         verdicts_out = by_labels(w, "vf_worker_verdicts_total", "kind", "decision")
         for (kind, decision), n in per_kind.items():
@@ -130,16 +131,17 @@ def test_monitor_shows_the_expected_rates_of_a_replay(settings_factory, worker_f
         assert sum(by_labels(w, "vf_worker_dead_letters_total", "error_code").values()) == (
             traffic.malformed
         )
-        assert by_labels(w, "vf_worker_processing_seconds_count", "topic")[("answers",)] == len(
-            traffic.lines
-        )
+        processed = by_labels(w, "vf_worker_processing_seconds_count", "group", "topic")
+        assert [processed[(g, "answers")] for g in groups] == [len(traffic.lines)] * 2
 
         def lag_is_zero() -> bool:
-            lag = by_labels(scrape(worker_url), "vf_worker_consumer_lag", "topic", "partition")
-            answers = {k: v for k, v in lag.items() if k[0] == "answers"}
-            return len(answers) == settings.partitions and sum(answers.values()) == 0
+            lag = by_labels(
+                scrape(worker_url), "vf_worker_consumer_lag", "group", "topic", "partition"
+            )
+            answers = {k: v for k, v in lag.items() if k[1] == "answers"}
+            return len(answers) == 2 * settings.partitions and sum(answers.values()) == 0
 
-        poll(lag_is_zero, 30, "the worker's answers lag to reach 0 on every partition")
+        poll(lag_is_zero, 30, "each tier's answers lag to reach 0 on every partition")
         held = by_labels(scrape(worker_url), "vf_worker_commits_held")
         assert held == {(): 0}, "no partition holds its commits once the lag is 0"
     finally:

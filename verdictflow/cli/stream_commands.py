@@ -51,10 +51,17 @@ def worker(
     metrics_port: Annotated[
         int | None, typer.Option(help="Serve Prometheus /metrics on this port (0: off)")
     ] = None,
+    tier: Annotated[
+        str | None,
+        typer.Option(
+            help="lexical (groundedness, relevance, completeness, consistency, summaries, "
+            "document quality), nlp (hallucination) or all; each tier is its own consumer group"
+        ),
+    ] = None,
 ) -> None:
-    """Run a Faust worker: the answers agent (groundedness, relevance, completeness,
-    hallucination), the consistency agent, the summaries agent (judge verdicts) and the
-    document-quality agents."""
+    """Run a Faust worker. Lexical tier (consumer group APP_ID): groundedness, relevance,
+    completeness, the consistency agent, the summaries agent (judge verdicts) and the
+    document-quality agents. NLP tier (group APP_ID-nlp): hallucination."""
     from verdictflow.streams.worker import run_worker
 
     setup_logging(log_level)
@@ -67,6 +74,7 @@ def worker(
             log_level=log_level,
             idf_stats=idf_stats,
             metrics_port=metrics_port,
+            tier=tier,
         )
     )
 

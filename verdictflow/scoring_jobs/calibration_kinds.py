@@ -96,17 +96,18 @@ def batch_scorer(kind: str, idf_stats: str | None = "default") -> BatchScorer:
 
 
 def _answer_quality_scorer(kind: str, idf_stats: str | None) -> BatchScorer:
-    from verdictflow.evaluators.answer_batch import score_answers
+    from verdictflow.evaluators.answer_batch import ANSWER_KINDS, score_answers
     from verdictflow.scoring_setup import load_scoring
 
-    position = {"relevance": 1, "completeness": 2, "hallucination": 3}[kind]
+    tier = next(k.tier for k in ANSWER_KINDS if k.kind == kind)
     loaded: dict[str, Any] = {}
 
     def score(events: Sequence[Any], policy: Policy) -> list[Verdict]:
         if loaded.get("policy") != policy:
             loaded["policy"], loaded["scoring"] = policy, load_scoring(policy, idf_stats)
         scoring = loaded["scoring"]
-        return [v[position] for v in score_answers(events, scoring.ctx, scoring.analyzer)]
+        scored = score_answers(events, scoring.ctx, scoring.analyzer, tier)
+        return [next(v for v in verdicts if v.kind == kind) for verdicts in scored]
 
     return score
 

@@ -9,6 +9,7 @@ from typing import Any, cast
 
 import faust
 
+from verdictflow.evaluators.answer_batch import Tier
 from verdictflow.evaluators.policy import Policy
 from verdictflow.scoring_setup import Scoring, load_scoring
 from verdictflow.streams import topic_guard
@@ -72,27 +73,40 @@ def declare_topics(app: faust.App, settings: Settings) -> dict[str, Any]:
     }
 
 
+def tier_app_id(settings: Settings, tier: Tier) -> str:
+    """The app id, hence consumer group, of a tier: the lexical tier keeps the worker's own
+    (it holds the tables, the summaries and document-quality agents, as before tiers), the NLP
+    tier is ``<app id>-nlp``."""
+    return settings.app_id if tier is Tier.LEXICAL else f"{settings.app_id}-nlp"
+
+
 def create_app(
     settings: Settings,
     policy: Policy,
     outbox_factory: Callable[[faust.App, Mapping[str, Any]], Outbox] | None = None,
     scoring: Scoring | None = None,
     metrics: WorkerMetrics | None = None,
+    tier: Tier = Tier.LEXICAL,
 ) -> faust.App:
-    """Build the worker app with the answers and consistency agents.
+    """Build one tier's app (one consumer group).
 
-    ``outbox_factory`` builds what agents send through from the topic objects; tests pass one
-    that records instead of producing. ``metrics``: count inputs, outputs, latency and lag
-    (:mod:`verdictflow.streams.worker_metrics`); the caller serves its registry.
+    The lexical tier: the lexical answers agent, the consistency agent and its table, the
+    summaries agent and the document-quality agents. The NLP tier: the NLP answers agent. A
+    worker runs one or both (:func:`create_apps`). ``outbox_factory`` builds what agents send
+    through from the topic objects; tests pass one that records instead of producing.
+    ``metrics``: count inputs, outputs, latency and lag (:mod:`verdictflow.streams.worker_metrics`);
+    the caller serves its registry.
     """
     from verdictflow.agents import answers, consistency, doc_quality, summaries
 
+    app_id = tier_app_id(settings, tier)
+    settings = settings.model_copy(update={"app_id": app_id})
     conf = faust_config(settings)
     Path(conf["datadir"]).mkdir(parents=True, exist_ok=True)
     if metrics is not None:
-        conf["monitor"] = metrics.new_monitor()
+        conf["monitor"] = metrics.new_monitor(app_id)
     app_class = EmbeddedBrokerApp if settings.embedded else SafeCommitApp
-    app = app_class(settings.app_id, **conf)
+    app = app_class(app_id, **conf)
     app.compacted_topics = frozenset(
         spec.name for spec in topic_plan(settings) if spec.config.get("cleanup.policy") == "compact"
     )
@@ -112,29 +126,48 @@ def create_app(
         return outbox if metrics is None else MeteredOutbox(outbox, metrics)
 
     if metrics is not None:
-        _register_lag_timer(app, metrics)
+        _register_lag_timer(app, metrics, app_id)
 
-    progress = SourceProgress(
-        app, topics["answers"].get_topic_name(), idle_lag=settings.consistency_idle_lag_seconds
-    )
-    answers.register(app, topics, new_outbox, ctx, settings, scoring.analyzer, progress)
-    consistency.register(app, topics, new_outbox, ctx, settings, progress)
-    summaries.register(app, topics, new_outbox, ctx, settings)
-    doc_quality.register(app, topics, new_outbox, settings)
+    if tier is Tier.LEXICAL:
+        progress = SourceProgress(
+            app, topics["answers"].get_topic_name(), idle_lag=settings.consistency_idle_lag_seconds
+        )
+        answers.register(app, topics, new_outbox, ctx, settings, scoring.analyzer, tier, progress)
+        consistency.register(app, topics, new_outbox, ctx, settings, progress)
+        summaries.register(app, topics, new_outbox, ctx, settings)
+        doc_quality.register(app, topics, new_outbox, settings)
+    else:
+        answers.register(app, topics, new_outbox, ctx, settings, scoring.analyzer, tier)
     topic_guard.register(app, settings)
     logger.info(
-        "app %s on %s, policy digest %s", settings.app_id, settings.broker, ctx.config_digest[:12]
+        "app %s (%s tier) on %s, policy digest %s",
+        app_id,
+        tier,
+        settings.broker,
+        ctx.config_digest[:12],
     )
     return app
 
 
-def _register_lag_timer(app: faust.App, metrics: WorkerMetrics, interval: float = 5.0) -> None:
-    """Refresh the consumer-lag gauges in the event loop (the consumer is not thread-safe)."""
+def create_apps(
+    settings: Settings, policy: Policy, metrics: WorkerMetrics | None = None
+) -> list[faust.App]:
+    """The apps of ``settings.tier`` (``all``: lexical then NLP), sharing one scoring setup."""
+    tiers = [Tier.LEXICAL, Tier.NLP] if settings.tier == "all" else [Tier(settings.tier)]
+    scoring = load_scoring(policy, settings.idf_stats)
+    return [create_app(settings, policy, scoring=scoring, metrics=metrics, tier=t) for t in tiers]
+
+
+def _register_lag_timer(
+    app: faust.App, metrics: WorkerMetrics, group: str, interval: float = 5.0
+) -> None:
+    """Refresh one group's consumer-lag gauges in the event loop (the consumer is not
+    thread-safe)."""
 
     @app.timer(interval, name="vf-metrics-lag")  # type: ignore[untyped-decorator]
     async def update_lag() -> None:
         try:
-            metrics.update_lag(set(app.consumer.assignment()))
-            metrics.update_consumer(cast(SafeCommitConsumer, app.consumer))
+            metrics.update_lag(group, set(app.consumer.assignment()))
+            metrics.update_consumer(group, cast(SafeCommitConsumer, app.consumer))
         except Exception as exc:  # metrics must never stop a worker
             logger.debug("lag metrics not updated: %s", exc)

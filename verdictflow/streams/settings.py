@@ -38,6 +38,10 @@ class Settings(BaseSettings):
     max_event_bytes: Annotated[int, Field(ge=1024)] = 1_000_000
     batch_size: Annotated[int, Field(ge=1, le=10_000)] = 256
     batch_window_seconds: Annotated[float, Field(gt=0, le=10)] = 0.05
+    #: Which answer tiers this worker runs, each in its own consumer group: ``lexical``
+    #: (groundedness, relevance, completeness, consistency; plus summaries and document
+    #: quality), ``nlp`` (hallucination, spaCy), or ``all`` (both, in one process).
+    tier: Literal["lexical", "nlp", "all"] = "all"
     consistency_tick_seconds: Annotated[float, Field(gt=0, le=3600)] = 1.0
     consistency_forget_seconds: Annotated[float, Field(gt=0)] = 600.0
     #: When the answers agent has read everything the broker holds for a partition, that

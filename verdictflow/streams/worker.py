@@ -9,7 +9,7 @@ import faust
 
 from verdictflow.evaluators.policy import load_policy
 from verdictflow.streams.admin import ensure_topics
-from verdictflow.streams.app import create_app
+from verdictflow.streams.app import create_apps
 from verdictflow.streams.broker import wait_for_kafka
 from verdictflow.streams.kafka_security import aiokafka_security_kwargs
 from verdictflow.streams.settings import Settings
@@ -34,8 +34,12 @@ def run_worker(settings: Settings) -> None:
     if settings.metrics_port:
         metrics = WorkerMetrics(settings.topic_prefix)
         metrics.serve(settings.metrics_port, settings.metrics_host)
-    app = create_app(settings, policy, metrics=metrics)
-    worker = faust.Worker(app, loglevel=settings.log_level, quiet=True, redirect_stdouts=False)
+    # One app per tier (its own consumer group); the first runs the worker, the others are
+    # started and stopped with it, in the same event loop.
+    first, *others = create_apps(settings, policy, metrics=metrics)
+    worker = faust.Worker(
+        first, *others, loglevel=settings.log_level, quiet=True, redirect_stdouts=False
+    )
     disable_spinner(worker)
     worker.execute_from_commandline()
 

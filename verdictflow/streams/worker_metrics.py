@@ -81,44 +81,48 @@ class WorkerMetrics:
         self.processing_seconds = Histogram(
             "vf_worker_processing_seconds",
             "Message received by the worker to acknowledged (batched, scored, outputs delivered)",
-            ["topic"],
+            ["group", "topic"],
             registry=r,
             buckets=LATENCY_BUCKETS,
         )
         self.event_age_seconds = Histogram(
             "vf_worker_event_age_seconds",
             "Kafka record timestamp to acknowledged (end-to-end, includes queueing and lag)",
-            ["topic"],
+            ["group", "topic"],
             registry=r,
             buckets=LATENCY_BUCKETS,
         )
         self.lag = Gauge(
             "vf_worker_consumer_lag",
-            "High watermark minus committed offset, per assigned partition",
-            ["topic", "partition"],
+            "High watermark minus committed offset, per consumer group and assigned partition",
+            ["group", "topic", "partition"],
             registry=r,
         )
         self.commits_held = Gauge(
             "vf_worker_commits_held",
             "Assigned partitions whose commits wait for a record lost before processing "
             "(read again; streams/safe_commit.py)",
+            ["group"],
             registry=r,
         )
         self.stale_records_dropped = Gauge(
             "vf_worker_stale_records_dropped",
             "Records fetched before a seek and dropped out of sequence, since the worker started",
+            ["group"],
             registry=r,
         )
-        self.monitor: Monitor | None = None
+        #: Faust monitor per consumer group (one per tier's app in the worker process).
+        self.monitors: dict[str, WorkerMonitor] = {}
+        self._lag_labels: dict[str, set[tuple[str, str, str]]] = {}
         r.register(_InputCollector(self))
 
     def short(self, topic: str) -> str:
         return topic[len(self.prefix) :] if self.prefix and topic.startswith(self.prefix) else topic
 
-    def new_monitor(self) -> WorkerMonitor:
-        """The Faust monitor to pass as ``faust.App(monitor=...)``."""
-        monitor = WorkerMonitor(self)
-        self.monitor = monitor
+    def new_monitor(self, group: str = "") -> WorkerMonitor:
+        """The Faust monitor to pass as ``faust.App(monitor=...)`` of consumer group ``group``."""
+        monitor = WorkerMonitor(self, group)
+        self.monitors[group] = monitor
         return monitor
 
     def record_outputs(
@@ -131,20 +135,22 @@ class WorkerMetrics:
         for (source, code), n in dead.items():
             self.dead_letters.labels(source, code).inc(n)
 
-    def update_consumer(self, consumer: SafeCommitConsumer) -> None:
-        """Set the gauges of the worker's consumer (``streams/safe_commit.py``)."""
-        self.commits_held.set(consumer.partitions_held)
-        self.stale_records_dropped.set(consumer.stale_records_dropped)
+    def update_consumer(self, group: str, consumer: SafeCommitConsumer) -> None:
+        """Set the gauges of one group's consumer (``streams/safe_commit.py``)."""
+        self.commits_held.labels(group).set(consumer.partitions_held)
+        self.stale_records_dropped.labels(group).set(consumer.stale_records_dropped)
 
-    def update_lag(self, assigned: set[Any]) -> None:
-        """Set the lag gauges of the assigned partitions (called from a Faust timer)."""
-        monitor = self.monitor
+    def update_lag(self, group: str, assigned: set[Any]) -> None:
+        """Set the lag gauges of one group's assigned partitions (called from a Faust timer)."""
+        monitor = self.monitors.get(group)
         if monitor is None:
             return
         ends = dict(monitor.tp_end_offsets)
         committed = dict(monitor.tp_committed_offsets)
         read = dict(monitor.tp_read_offsets)
-        self.lag.clear()
+        for labels in self._lag_labels.pop(group, set()):  # partitions it may no longer hold
+            self.lag.remove(*labels)
+        held = self._lag_labels.setdefault(group, set())
         for tp in assigned:
             end = ends.get(tp)
             if end is None:
@@ -154,7 +160,9 @@ class WorkerMetrics:
                 last = read.get(tp)
                 done = last + 1 if last is not None else None
             if done is not None:
-                self.lag.labels(self.short(tp.topic), str(tp.partition)).set(max(0, end - done))
+                labels = (group, self.short(tp.topic), str(tp.partition))
+                self.lag.labels(*labels).set(max(0, end - done))
+                held.add(labels)
 
     def serve(self, port: int, host: str = "0.0.0.0") -> None:
         """Expose ``/metrics`` on ``host:port`` from a daemon thread."""
@@ -165,9 +173,10 @@ class WorkerMetrics:
 class WorkerMonitor(Monitor):  # type: ignore[misc]  # faust is untyped
     """Faust's monitor plus two latency histograms, observed when a message is acknowledged."""
 
-    def __init__(self, metrics: WorkerMetrics, **kwargs: Any) -> None:
+    def __init__(self, metrics: WorkerMetrics, group: str = "", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._metrics = metrics
+        self._group = group
         self._latency_children: dict[str, tuple[Any, Any]] = {}
 
     def on_message_out(self, tp: Any, offset: int, message: Any) -> None:
@@ -176,8 +185,8 @@ class WorkerMonitor(Monitor):  # type: ignore[misc]  # faust is untyped
         if children is None:
             short = self._metrics.short(tp.topic)
             children = (
-                self._metrics.processing_seconds.labels(short),
-                self._metrics.event_age_seconds.labels(short),
+                self._metrics.processing_seconds.labels(self._group, short),
+                self._metrics.event_age_seconds.labels(self._group, short),
             )
             self._latency_children[tp.topic] = children
         if message.time_total is not None:
@@ -188,20 +197,21 @@ class WorkerMonitor(Monitor):  # type: ignore[misc]  # faust is untyped
 
 
 class _InputCollector(Collector):  # type: ignore[misc]
-    """``vf_worker_events_in_total{topic}``, read from Faust's monitor at scrape time."""
+    """``vf_worker_events_in_total{group,topic}``, read from Faust's monitors at scrape time."""
 
     def __init__(self, metrics: WorkerMetrics) -> None:
         self._metrics = metrics
 
     def collect(self) -> Iterator[CounterMetricFamily]:
         family = CounterMetricFamily(
-            "vf_worker_events_in", "Records received, by topic (short name)", labels=["topic"]
+            "vf_worker_events_in",
+            "Records received, by consumer group and topic (short name)",
+            labels=["group", "topic"],
         )
-        monitor = self._metrics.monitor
-        if monitor is not None:
+        for group, monitor in sorted(self._metrics.monitors.items()):
             # dict() copies under the GIL: safe while the event loop thread updates it.
             for topic, n in sorted(dict(monitor.messages_received_by_topic).items()):
-                family.add_metric([self._metrics.short(topic)], n)
+                family.add_metric([group, self._metrics.short(topic)], n)
         yield family
 
 
