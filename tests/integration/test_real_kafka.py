@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration import test_answers_pipeline as embedded  # not the test: collected twice
+from tests.integration.verdict_collection import check_thousand_answers
 from verdictflow.streams.settings import Settings
 
 pytestmark = [pytest.mark.broker, pytest.mark.docker]
@@ -50,6 +50,4 @@ def test_thousand_answers_on_apache_kafka(kafka_url, tmp_path, worker_factory):
             **overrides,
         )
 
-    embedded.test_thousand_answers_get_exactly_their_verdicts(
-        settings_factory, worker_factory, Path(tmp_path)
-    )
+    check_thousand_answers(settings_factory, worker_factory, Path(tmp_path))

@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.integration.test_answers_pipeline import collect
+from tests.integration.verdict_collection import collect
 from verdictflow.evaluators.judge.verdicts import JudgeConfig, JudgeContext
 from verdictflow.scoring_jobs.eval_summaries import evaluate_summaries
 from verdictflow.scoring_jobs.replay import replay

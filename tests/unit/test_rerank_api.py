@@ -13,17 +13,10 @@ import pytest
 from asgi_lifespan import LifespanManager
 
 from tests.unit.api_client import close_all, open_client
+from tests.unit.retrieval_corpus import TEXTS
 from verdictflow.evaluators.embedding import embed_texts
 from verdictflow.rerank_api import ApiSettings, create_app
 from verdictflow.rerank_api.artifacts import ArtifactError
-
-TEXTS = {
-    "ocean-a": "The Pacific Ocean is the largest ocean on Earth.",
-    "ocean-b": "The largest ocean on Earth is the Pacific, covering a third of the planet.",
-    "ocean-c": "Ocean facts for kids: seas, tides, coral reefs, whales and the largest waves.",
-    "bread": "Banana bread needs ripe bananas, flour, butter and sugar.",
-    "kafka": "Kafka topics are split into partitions, each an ordered log.",
-}
 
 
 @pytest.fixture
