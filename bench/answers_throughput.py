@@ -2,12 +2,20 @@
 
 1. raw: a plain aiokafka consume -> orjson decode/encode -> produce loop (the transport's ceiling)
 2. faust-forward: a trivial Faust agent forwarding each event (Faust's per-event ceiling)
-3. verdictflow: the real worker (decode, validate, Q1, Q2, verdict encode, produce)
+3. lexical tier: ``verdictflow worker --tier lexical`` (decode, validate, groundedness,
+   relevance, completeness, consistency, verdict encode, produce)
+4. NLP tier: ``verdictflow worker --tier nlp`` (hallucination, spaCy), on the first
+   ``--nlp-n`` answers only (it is two orders of magnitude slower)
 
-Each system reads the same N pre-produced ~1 KB answers from its own topics. Rate = output
-records / (last - first output timestamp), so process start-up is excluded from all three.
+Each system reads the same pre-produced ~1 KB answers from its own topics. Rate = output
+records / (last - first output timestamp), so process start-up is excluded from all of them.
 
-    python bench/answers_throughput.py [--n 20000] [--pad 1000]
+Then the latency run: a ``--tier all`` worker (both tiers in one process) while answers are
+produced live at ``--live-rate`` per second, far above what the NLP tier follows: the
+produce-to-verdict latency of every groundedness verdict (verdict record timestamp minus answer
+record timestamp), p50 / p99 / max, and how far behind the NLP tier is at the end.
+
+    python bench/answers_throughput.py [--n 20000] [--pad 1000] [--profile embedded]
 """
 
 from __future__ import annotations
@@ -143,6 +151,10 @@ def run_process(cmd: list[str], settings: Settings, log: Path) -> subprocess.Pop
         return subprocess.Popen(cmd, env=env, stdout=f, stderr=subprocess.STDOUT, cwd=ROOT)
 
 
+def worker_cmd(tier: str) -> list[str]:
+    return [sys.executable, "-m", "verdictflow", "worker", "--log-level", "warning", "--tier", tier]
+
+
 def run_system(name: str, lines: list[bytes], profile: str, partitions: int, tmp: Path) -> float:
     """Answers/s of one system on a broker of its own (Tansu slows as partitions grow, so a
     shared broker would favour whichever system runs first)."""
@@ -160,12 +172,19 @@ def run_system(name: str, lines: list[bytes], profile: str, partitions: int, tmp
                 s,
                 tmp / "faust-forward.log",
             )
-        else:  # verdictflow: one groundedness and one consistency verdict per answer
+        elif name == "lexical tier":  # one groundedness and one consistency verdict per answer
             outs, want = ["verdicts.groundedness", "verdicts.consistency"], 2 * len(lines)
             proc = run_process(
-                [sys.executable, "-m", "verdictflow", "worker", "--log-level", "warning"],
+                worker_cmd("lexical"),
                 s,
-                tmp / "verdictflow.log",
+                tmp / "lexical.log",
+            )
+        else:  # NLP tier: one hallucination verdict per answer
+            outs, want = ["verdicts.hallucination"], len(lines)
+            proc = run_process(
+                worker_cmd("nlp"),
+                s,
+                tmp / "nlp.log",
             )
         try:
             count, span = asyncio.run(output_span(s, [s.topic_prefix + o for o in outs], want, 600))
@@ -178,7 +197,91 @@ def run_system(name: str, lines: list[bytes], profile: str, partitions: int, tmp
     return (count * len(lines) / want) / span
 
 
-SYSTEMS = ("raw aiokafka loop", "faust forward", "verdictflow worker")
+async def produce_live(settings: Settings, lines: list[bytes], rate: float) -> dict[str, float]:
+    """Produce ``lines`` at ``rate`` per second; answer id -> record timestamp (seconds)."""
+    producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap_servers, linger_ms=0)
+    await producer.start()
+    sent: dict[str, float] = {}
+    start = time.monotonic()
+    try:
+        for i, line in enumerate(lines):
+            delay = start + i / rate - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            event = orjson.loads(line)
+            key = (event.get("request_id") or event["id"]).encode()
+            meta = await (await producer.send(f"{settings.topic_prefix}answers", line, key=key))
+            sent[event["id"]] = meta.timestamp / 1000.0
+    finally:
+        await producer.stop()
+    return sent
+
+
+async def verdict_times(
+    settings: Settings, topic: str, want: int, timeout: float
+) -> dict[str, float]:
+    """input_id -> record timestamp of the first verdict on ``topic`` (seconds)."""
+    consumer = AIOKafkaConsumer(
+        f"{settings.topic_prefix}{topic}",
+        bootstrap_servers=settings.bootstrap_servers,
+        group_id=None,
+        auto_offset_reset="earliest",
+    )
+    await consumer.start()
+    seen: dict[str, float] = {}
+    deadline = time.monotonic() + timeout
+    try:
+        while len(seen) < want and time.monotonic() < deadline:
+            batches = await consumer.getmany(timeout_ms=500, max_records=5000)
+            for msgs in batches.values():
+                for m in msgs:
+                    seen.setdefault(orjson.loads(m.value)["input_id"], m.timestamp / 1000.0)
+    finally:
+        await consumer.stop()
+    return seen
+
+
+def latency_run(lines: list[bytes], profile: str, partitions: int, rate: float, tmp: Path) -> None:
+    """Groundedness latency under a live replay while the NLP tier falls behind (module doc)."""
+    with EmbeddedBroker(log_path=tmp / "tansu-live.log") as broker:
+        s = fresh_settings(broker.url, tmp, profile, partitions)
+        asyncio.run(ensure_topics(s))
+        proc = run_process(
+            worker_cmd("all"),
+            s,
+            tmp / "all.log",
+        )
+        try:
+            warm = [orjson.dumps({"id": "warm-up", "answer": "ready", "contexts": ["ready"]})]
+            asyncio.run(replay(warm, "answers", s))
+            asyncio.run(verdict_times(s, "verdicts.groundedness", 1, 120))  # the worker is up
+            t0 = time.monotonic()
+            sent = asyncio.run(produce_live(s, lines, rate))
+            produced_for = time.monotonic() - t0
+            grounded = asyncio.run(verdict_times(s, "verdicts.groundedness", len(sent) + 1, 120))
+            hallucination = asyncio.run(verdict_times(s, "verdicts.hallucination", 10**9, 5))
+            load = os.getloadavg()[0]
+        finally:
+            proc.terminate()
+            proc.wait(60)
+    latencies = sorted(grounded[i] - t for i, t in sent.items() if i in grounded)
+    if len(latencies) < len(sent):
+        sys.exit(f"latency run: only {len(latencies)}/{len(sent)} groundedness verdicts")
+
+    def pct(q: float) -> float:
+        return latencies[min(len(latencies) - 1, int(q * len(latencies)))]
+
+    done_nlp = sum(1 for i in sent if i in hallucination)
+    print(
+        f"latency run ('{profile}', --tier all): {len(sent)} answers produced live at "
+        f"{len(sent) / produced_for:,.0f}/s over {produced_for:.0f} s; groundedness "
+        f"produce-to-verdict p50 {pct(0.5) * 1000:,.0f} ms, p99 {pct(0.99) * 1000:,.0f} ms, "
+        f"max {latencies[-1] * 1000:,.0f} ms; the NLP tier had emitted {done_nlp} of "
+        f"{len(sent)} hallucination verdicts by then (load {load:.2f})"
+    )
+
+
+SYSTEMS = ("raw aiokafka loop", "faust forward", "lexical tier", "nlp tier")
 PROFILES = {
     "embedded": "one record per producer batch (the Tansu workaround; dev and tests)",
     "kafka": "Kafka client defaults, batched produce (as on a real cluster)",
@@ -192,6 +295,9 @@ def main() -> None:
     parser.add_argument("--profile", choices=[*PROFILES, "both"], default="both")
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--repeat", type=int, default=3, help="runs per system; median shown")
+    parser.add_argument("--nlp-n", type=int, default=600, help="answers for the NLP tier")
+    parser.add_argument("--live-n", type=int, default=6000, help="answers of the latency run")
+    parser.add_argument("--live-rate", type=float, default=200.0, help="answers/s produced live")
     args = parser.parse_args()
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)  # reconnect noise at broker stop
     lines = generate(args.n, seed=3, pad_to=args.pad, inline_share=0.2).lines
@@ -206,7 +312,14 @@ def main() -> None:
     for profile in profiles:
         runs = {
             name: sorted(
-                run_system(name, lines, profile, args.partitions, tmp) for _ in range(args.repeat)
+                run_system(
+                    name,
+                    lines[: args.nlp_n] if name == "nlp tier" else lines,
+                    profile,
+                    args.partitions,
+                    tmp,
+                )
+                for _ in range(1 if name == "nlp tier" else args.repeat)
             )
             for name in SYSTEMS
         }
@@ -219,6 +332,8 @@ def main() -> None:
                 f"{name:<22}{rate:>20,.0f}{spread:>18}{rate / rates[SYSTEMS[0]]:>9.3f}"
                 f"{rate / rates[SYSTEMS[1]]:>10.3f}"
             )
+        print(f"(nlp tier: {min(args.nlp_n, len(lines))} answers, one run)")
+        latency_run(lines[: args.live_n], profile, args.partitions, args.live_rate, tmp)
 
 
 if __name__ == "__main__":

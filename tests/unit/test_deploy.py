@@ -12,10 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import typer
 import yaml
+from prometheus_client.metrics import MetricWrapperBase
 from typer.testing import CliRunner
 
 from verdictflow.cli import app as cli_app
+from verdictflow.cli.options import build_settings
 from verdictflow.evaluators.policy import load_policy
 from verdictflow.monitoring.verdict_monitor import VerdictMonitor
 from verdictflow.rerank_api.metrics import ApiMetrics
@@ -40,13 +43,36 @@ def known_env_names() -> set[str]:
     return names
 
 
-def assert_cli_command_exists(args: list[str]) -> None:
-    """``verdictflow ARGS --help`` parses (options included) and exits 0."""
+def assert_cli_command_exists(args: list[str]) -> dict[str, Any]:
+    """``verdictflow ARGS`` parses with the real command line (every option known, every value
+    of its type), without running it; returns the parameters the command would get."""
     options = [a for a in args if a.startswith("--")]
     result = CliRunner().invoke(cli_app, [args[0], "--help"])
     assert result.exit_code == 0, (args, result.output)
     for option in options:
         assert option in result.output, f"verdictflow {args[0]} has no {option}"
+    command = typer.main.get_command(cli_app).commands[args[0]]
+    return dict(command.make_context(args[0], list(args[1:])).params)
+
+
+def worker_deployments() -> dict[str, dict[str, Any]]:
+    return {
+        d["metadata"]["name"]: d
+        for d in K8S
+        if d["kind"] == "Deployment"
+        and d["spec"]["template"]["spec"]["containers"][0]["args"][0] == "worker"
+    }
+
+
+def worker_services() -> dict[str, dict[str, Any]]:
+    return {n: s for n, s in COMPOSE["services"].items() if s.get("command", [""])[0] == "worker"}
+
+
+def worker_tier(args: list[str]) -> str:
+    """The tier a ``verdictflow worker ARGS`` process runs, as the worker command decides it."""
+    params = assert_cli_command_exists(args)
+    assert params["tier"] is not None, f"{args} runs the default tier (all, both groups)"
+    return build_settings(**params).tier
 
 
 def dockerfile_instructions() -> Iterator[tuple[str, str]]:
@@ -74,7 +100,8 @@ def test_dockerfile_is_slim_non_root_and_its_entry_point_runs():
 
 def test_compose_has_kraft_kafka_workers_api_monitor_prometheus_grafana():
     services = COMPOSE["services"]
-    assert set(services) >= {"kafka", "topics", "worker", "api", "monitor", "prometheus", "grafana"}
+    workers = {"worker-lexical", "worker-nlp"}
+    assert set(services) >= {"kafka", "topics", "api", "monitor", "prometheus", "grafana"} | workers
     kafka_env = services["kafka"]["environment"]
     assert "controller" in kafka_env["KAFKA_PROCESS_ROLES"]
     assert not any("ZOOKEEPER" in k for k in kafka_env)
@@ -83,10 +110,24 @@ def test_compose_has_kraft_kafka_workers_api_monitor_prometheus_grafana():
         if name != "topics":
             assert "healthcheck" in service, f"{name} has no healthcheck"
     assert services["topics"]["depends_on"]["kafka"]["condition"] == "service_healthy"
-    for name in ("worker", "api", "monitor"):
+    for name in (*sorted(workers), "api", "monitor"):
         condition = services[name]["depends_on"]["topics"]["condition"]
         assert condition == "service_completed_successfully"
-    assert services["worker"]["deploy"]["replicas"] >= 2
+    assert set(services["prometheus"]["depends_on"]) >= workers
+    # the NLP tier is the CPU-bound one: more than one process even on one machine
+    assert services["worker-nlp"]["deploy"]["replicas"] >= 2
+    assert services["worker-lexical"]["deploy"]["replicas"] >= 1
+
+
+def test_compose_runs_each_worker_tier_as_its_own_service():
+    services = worker_services()
+    assert set(services) == {"worker-lexical", "worker-nlp"}
+    assert {name: worker_tier(s["command"]) for name, s in services.items()} == {
+        "worker-lexical": "lexical",
+        "worker-nlp": "nlp",
+    }
+    partitions = int(COMPOSE["x-verdictflow"]["environment"]["VERDICTFLOW_PARTITIONS"])
+    assert all(s["deploy"]["replicas"] <= partitions for s in services.values())
 
 
 def test_compose_and_k8s_run_real_commands_with_real_settings():
@@ -125,6 +166,53 @@ def test_k8s_manifests_are_well_formed():
     assert probe["httpGet"]["path"] == "/healthz"
 
 
+def test_k8s_runs_each_worker_tier_as_its_own_deployment():
+    deployments = worker_deployments()
+    assert set(deployments) == {"verdictflow-worker-lexical", "verdictflow-worker-nlp"}
+    pods = {name: d["spec"]["template"] for name, d in deployments.items()}
+    containers = {name: pod["spec"]["containers"][0] for name, pod in pods.items()}
+    tiers = {name: worker_tier(c["args"]) for name, c in containers.items()}
+    assert tiers == {"verdictflow-worker-lexical": "lexical", "verdictflow-worker-nlp": "nlp"}
+    # each with its own replica count, at most one replica per partition of answers
+    settings = next(
+        d for d in K8S if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "verdictflow"
+    )
+    partitions = int(settings["data"]["VERDICTFLOW_PARTITIONS"])
+    for d in deployments.values():
+        assert 1 <= d["spec"]["replicas"] <= partitions
+    # neither Deployment's selector picks the other's pods
+    for name, d in deployments.items():
+        for other, pod in pods.items():
+            selected = (
+                d["spec"]["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
+            )
+            assert selected == (name == other), (name, other)
+
+    # same configuration, policy, probes and metrics port; only args and resources differ
+    def shared(container: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in container.items() if k not in ("args", "resources")}
+
+    lexical, nlp = containers["verdictflow-worker-lexical"], containers["verdictflow-worker-nlp"]
+    assert shared(lexical) == shared(nlp)
+    assert {
+        k: v for k, v in pods["verdictflow-worker-lexical"]["spec"].items() if k != "containers"
+    } == {k: v for k, v in pods["verdictflow-worker-nlp"]["spec"].items() if k != "containers"}
+    for name, pod in pods.items():
+        port = assert_cli_command_exists(containers[name]["args"])["metrics_port"]
+        assert pod["metadata"]["annotations"]["prometheus.io/port"] == str(port)
+        assert {p["containerPort"] for p in containers[name]["ports"]} == {port}
+        assert containers[name]["livenessProbe"]["httpGet"]["path"] == "/metrics"
+        assert containers[name]["resources"]["requests"]["cpu"]
+
+    # the NLP tier (spaCy) gets at least the CPU of the lexical one
+    def cores(quantity: str) -> float:
+        return float(quantity[:-1]) / 1000 if quantity.endswith("m") else float(quantity)
+
+    assert cores(nlp["resources"]["requests"]["cpu"]) >= cores(
+        lexical["resources"]["requests"]["cpu"]
+    )
+
+
 def test_policy_configmap_is_a_valid_policy(tmp_path):
     policy_map = next(d for d in K8S if d["metadata"]["name"] == "verdictflow-policy")
     path = tmp_path / "policy.yaml"
@@ -146,6 +234,16 @@ def exported_metric_names() -> set[str]:
     return names
 
 
+def worker_metric_labels() -> dict[str, set[str]]:
+    """Label names of every worker sample name (``_bucket``, ``_total``... included)."""
+    worker = WorkerMetrics("vf.")
+    worker.new_monitor("g").messages_received_by_topic["vf.answers"] += 1
+    for metric in vars(worker).values():
+        if isinstance(metric, MetricWrapperBase):
+            metric.labels(*["x"] * len(metric._labelnames))  # one child: samples to inspect
+    return {s.name: set(s.labels) for f in worker.registry.collect() for s in f.samples}
+
+
 def dashboard_exprs() -> list[str]:
     dashboard = json.loads((DEPLOY / "grafana" / "dashboards" / "verdictflow.json").read_text())
     exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
@@ -162,14 +260,31 @@ def test_dashboard_queries_only_metrics_the_code_exports():
     assert {m.split("_")[1] for m in used} >= {"monitor", "worker", "api", "search"}
 
 
+def test_dashboard_splits_worker_metrics_by_consumer_group():
+    """Both tiers read vf.answers in their own consumer group: summed over groups, their lags,
+    input rates and latencies would mix a cheap tier with a spaCy-bound one."""
+    by_group = {name for name, labels in worker_metric_labels().items() if "group" in labels}
+    assert {"vf_worker_consumer_lag", "vf_worker_events_in_total"} <= by_group
+    exprs = [e for e in dashboard_exprs() if set(re.findall(r"\bvf_[a-z_]+\b", e)) & by_group]
+    for expr in exprs:
+        clauses = re.findall(r"\bby \(([^)]*)\)", expr)
+        assert clauses, expr
+        for clause in clauses:
+            assert "group" in {label.strip() for label in clause.split(",")}, expr
+    assert [e for e in exprs if "vf_worker_consumer_lag" in e], "no lag panel"
+
+
 def test_prometheus_scrapes_the_ports_the_commands_serve():
     config = yaml.safe_load((DEPLOY / "prometheus" / "prometheus.yml").read_text())
     jobs = {j["job_name"]: j for j in config["scrape_configs"]}
-    assert jobs["verdictflow-worker"]["dns_sd_configs"][0]["port"] == 9108
+    worker_dns = jobs["verdictflow-worker"]["dns_sd_configs"][0]
+    assert worker_dns["port"] == 9108
+    assert set(worker_dns["names"]) == set(worker_services())  # every tier is scraped
     assert jobs["verdictflow-monitor"]["static_configs"][0]["targets"] == ["monitor:9109"]
     assert jobs["verdictflow-api"]["authorization"]["type"] == "Bearer"
     services = COMPOSE["services"]
-    assert "9108" in shlex.join(services["worker"]["command"])
+    for service in worker_services().values():
+        assert "9108" in shlex.join(service["command"])
     assert "9109" in shlex.join(services["monitor"]["command"])
     datasource = yaml.safe_load(
         (DEPLOY / "grafana" / "provisioning" / "datasources" / "prometheus.yaml").read_text()
