@@ -85,8 +85,38 @@ def load_pipeline(components: Iterable[str] = FULL_COMPONENTS) -> Any:
 
 def pipeline_version(nlp: Any) -> str:
     """``<lang>_<name>@<version>[components]``: the part of a config digest the model sets."""
-    meta = nlp.meta
-    components = ",".join(nlp.pipe_names)
+    return _version_string(nlp.meta, nlp.pipe_names)
+
+
+def installed_pipeline_version(components: Iterable[str] = FULL_COMPONENTS) -> str:
+    """:func:`pipeline_version` of the pipeline :func:`load_pipeline` would load, read from the
+    installed model's meta.json without loading it: a lexical-tier worker needs the version
+    for its config digest (verdicts must carry the same digest whichever tier computed them),
+    not the model's ~200 MB and seconds of loading."""
+    from pathlib import Path
+
+    from spacy.util import get_model_meta
+
+    module = _import_model()
+    meta = get_model_meta(Path(module.__file__).parent)
+    wanted = set(components)
+    disabled = set(meta.get("disabled", []))
+    enabled = [n for n in meta.get("pipeline", []) if n in wanted and n not in disabled]
+    return _version_string(meta, enabled)
+
+
+def _version_string(meta: dict[str, Any], pipe_names: Iterable[str]) -> str:
+    components = ",".join(pipe_names)
     return (
         f"{meta.get('lang')}_{meta.get('name')}@{meta.get('version')}[{components}]{TOKENIZER_TAG}"
     )
+
+
+class LazyPipeline:
+    """The pipeline of :func:`load_pipeline`, loaded on the first ``pipe`` call."""
+
+    def __init__(self, components: Iterable[str] = FULL_COMPONENTS) -> None:
+        self.components = tuple(components)
+
+    def pipe(self, texts: Iterable[str], **kwargs: Any) -> Any:
+        return load_pipeline(self.components).pipe(texts, **kwargs)

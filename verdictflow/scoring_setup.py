@@ -12,7 +12,7 @@ from verdictflow.evaluators import relevance
 from verdictflow.evaluators.answer_analysis import COMPONENTS, AnswerAnalyzer
 from verdictflow.evaluators.answer_verdicts import ScoringContext
 from verdictflow.evaluators.policy import Policy
-from verdictflow.nlp import load_pipeline, pipeline_version
+from verdictflow.nlp import LazyPipeline, installed_pipeline_version
 
 
 @dataclass(frozen=True)
@@ -22,13 +22,17 @@ class Scoring:
 
 
 def load_scoring(policy: Policy, idf_stats: str | Path | None = "default") -> Scoring:
-    """The scoring context and analyzer for ``policy`` (spaCy is loaded once per process)."""
-    nlp = load_pipeline(COMPONENTS)
+    """The scoring context and analyzer for ``policy``. spaCy is loaded once per process, on
+    the analyzer's first batch: a process that never parses (a lexical-tier worker, calibrating
+    groundedness) never loads it; the config digest takes the model's version from its
+    meta.json, the same string the loaded pipeline gives (``tests/unit/test_nlp.py``)."""
     ctx = ScoringContext(
-        policy, background=resolve_stats(idf_stats), nlp_version=pipeline_version(nlp)
+        policy,
+        background=resolve_stats(idf_stats),
+        nlp_version=installed_pipeline_version(COMPONENTS),
     )
     analyzer = AnswerAnalyzer(
-        nlp,
+        LazyPipeline(COMPONENTS),
         entity_anchors=policy.hallucination.entity_anchors,
         term_anchors=policy.hallucination.term_anchors,
     )
