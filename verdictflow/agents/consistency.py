@@ -138,9 +138,13 @@ def register(
     async def close_expired_windows() -> None:
         try:
             now = time.time()
+            marks: dict[int, float | None] = {}  # one watermark per partition per tick
 
             def watermark_of(key: str) -> float | None:
-                return progress.watermark(key_partition(key.encode(), settings.partitions), now)
+                partition = key_partition(key.encode(), settings.partitions)
+                if partition not in marks:
+                    marks[partition] = progress.watermark(partition, now)
+                return marks[partition]
 
             for key, watermark in store.due_for_close(watermark_of, now, resend_after=10 * tick):
                 await timer_outbox.send(CONSISTENCY_GROUPS, key, close_message(key, watermark))

@@ -87,6 +87,7 @@ def create_app(
     scoring: Scoring | None = None,
     metrics: WorkerMetrics | None = None,
     tier: Tier = Tier.LEXICAL,
+    guard_topics: bool = True,
 ) -> faust.App:
     """Build one tier's app (one consumer group).
 
@@ -95,7 +96,8 @@ def create_app(
     worker runs one or both (:func:`create_apps`). ``outbox_factory`` builds what agents send
     through from the topic objects; tests pass one that records instead of producing.
     ``metrics``: count inputs, outputs, latency and lag (:mod:`verdictflow.streams.worker_metrics`);
-    the caller serves its registry.
+    the caller serves its registry. ``guard_topics``: run the topic guard on this app (one per
+    process is enough: it checks the broker, not the app).
     """
     from verdictflow.agents import answers, consistency, doc_quality, summaries
 
@@ -138,7 +140,8 @@ def create_app(
         doc_quality.register(app, topics, new_outbox, settings)
     else:
         answers.register(app, topics, new_outbox, ctx, settings, scoring.analyzer, tier)
-    topic_guard.register(app, settings)
+    if guard_topics:
+        topic_guard.register(app, settings)
     logger.info(
         "app %s (%s tier) on %s, policy digest %s",
         app_id,
@@ -155,7 +158,10 @@ def create_apps(
     """The apps of ``settings.tier`` (``all``: lexical then NLP), sharing one scoring setup."""
     tiers = [Tier.LEXICAL, Tier.NLP] if settings.tier == "all" else [Tier(settings.tier)]
     scoring = load_scoring(policy, settings.idf_stats)
-    return [create_app(settings, policy, scoring=scoring, metrics=metrics, tier=t) for t in tiers]
+    return [
+        create_app(settings, policy, scoring=scoring, metrics=metrics, tier=t, guard_topics=i == 0)
+        for i, t in enumerate(tiers)
+    ]
 
 
 def _register_lag_timer(
