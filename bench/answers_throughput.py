@@ -298,6 +298,12 @@ def main() -> None:
     parser.add_argument("--nlp-n", type=int, default=600, help="answers for the NLP tier")
     parser.add_argument("--live-n", type=int, default=6000, help="answers of the latency run")
     parser.add_argument("--live-rate", type=float, default=200.0, help="answers/s produced live")
+    parser.add_argument(
+        "--systems",
+        default=",".join(SYSTEMS),
+        help="comma-separated subset of: " + ", ".join(SYSTEMS) + " (ratios need the first two)",
+    )
+    parser.add_argument("--no-latency", action="store_true", help="skip the latency run")
     args = parser.parse_args()
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)  # reconnect noise at broker stop
     lines = generate(args.n, seed=3, pad_to=args.pad, inline_share=0.2).lines
@@ -308,6 +314,10 @@ def main() -> None:
         f" each system on a fresh embedded broker (Tansu), {args.partitions} partitions"
     )
     tmp = Path(tempfile.mkdtemp(prefix="vf-bench-"))
+    chosen = [name.strip() for name in args.systems.split(",")]
+    unknown = sorted(set(chosen) - set(SYSTEMS))
+    if unknown:
+        parser.error(f"unknown systems {unknown}; choose from {', '.join(SYSTEMS)}")
     profiles = list(PROFILES) if args.profile == "both" else [args.profile]
     for profile in profiles:
         runs = {
@@ -322,18 +332,20 @@ def main() -> None:
                 for _ in range(1 if name == "nlp tier" else args.repeat)
             )
             for name in SYSTEMS
+            if name in chosen
         }
         rates = {name: statistics.median(r) for name, r in runs.items()}
         print(f"\nproducer profile '{profile}': {PROFILES[profile]}")
         print(f"{'system':<22}{'answers/s (median)':>20}{'range':>18}{'vs raw':>9}{'vs faust':>10}")
         for name, rate in rates.items():
             spread = f"{runs[name][0]:,.0f}-{runs[name][-1]:,.0f}"
-            print(
-                f"{name:<22}{rate:>20,.0f}{spread:>18}{rate / rates[SYSTEMS[0]]:>9.3f}"
-                f"{rate / rates[SYSTEMS[1]]:>10.3f}"
+            vs_raw, vs_faust = (
+                f"{rate / rates[ref]:.3f}" if ref in rates else "-" for ref in SYSTEMS[:2]
             )
+            print(f"{name:<22}{rate:>20,.0f}{spread:>18}{vs_raw:>9}{vs_faust:>10}")
         print(f"(nlp tier: {min(args.nlp_n, len(lines))} answers, one run)")
-        latency_run(lines[: args.live_n], profile, args.partitions, args.live_rate, tmp)
+        if not args.no_latency:
+            latency_run(lines[: args.live_n], profile, args.partitions, args.live_rate, tmp)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 Why generated: a hand-written list of commands and options drifts from the code (the README's
 did). This script walks the command tree that typer builds from ``verdictflow.cli.app``
 (``typer.main.get_command``) and writes every command's help text and parameters as markdown;
-``tests/unit/test_cli_reference.py`` fails when docs/cli.md differs from :func:`render`.
+``tests/cli/test_reference.py`` fails when docs/cli.md differs from :func:`render`.
 
 typer 0.29 builds that tree from its own vendored copy of Click (``typer._click``), not from the
 ``click`` package, so the walk uses typer's public classes (``typer.core.TyperGroup``,
@@ -164,7 +164,7 @@ def render() -> str:
         "",
         f"Generated from the typer app in `verdictflow/cli/app.py` by `scripts/cli_reference.py`; "
         f"do not edit by hand. Regenerate with `{REGENERATE}` "
-        "(`tests/unit/test_cli_reference.py` fails when this file is out of date).",
+        "(`tests/cli/test_reference.py` fails when this file is out of date).",
         "",
         f"Every command also takes `--help`. Usage: `{_usage((), root)}`.",
         "",

@@ -25,7 +25,7 @@ def load_scoring(policy: Policy, idf_stats: str | Path | None = "default") -> Sc
     """The scoring context and analyzer for ``policy``. spaCy is loaded once per process, on
     the analyzer's first batch: a process that never parses (a lexical-tier worker, calibrating
     groundedness) never loads it; the config digest takes the model's version from its
-    meta.json, the same string the loaded pipeline gives (``tests/unit/test_nlp.py``)."""
+    meta.json, the same string the loaded pipeline gives (``tests/test_nlp.py``)."""
     ctx = ScoringContext(
         policy,
         background=resolve_stats(idf_stats),

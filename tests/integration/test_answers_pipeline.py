@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.verdict_collection import check_thousand_answers
+from tests.support.verdict_collection import check_thousand_answers
 
 pytestmark = pytest.mark.broker
 

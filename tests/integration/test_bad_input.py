@@ -15,8 +15,8 @@ from collections import Counter
 
 import pytest
 
-from tests.integration.malformed import malformed_mix
-from tests.integration.reliability import OutputCollector, expected_verdict_ids, rss_kib
+from tests.support.malformed import malformed_mix
+from tests.support.reliability import OutputCollector, expected_verdict_ids, rss_kib
 from verdictflow.evaluators.policy import load_policy
 from verdictflow.exceptions import InvalidEvent
 from verdictflow.models.codec import decode

@@ -21,8 +21,8 @@ import orjson
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient
 
-from tests.conftest import settings_env
-from tests.integration.reliability import OutputCollector, expected_verdict_ids
+from tests.support.processes import settings_env
+from tests.support.reliability import OutputCollector, expected_verdict_ids
 from verdictflow.evaluators.policy import load_policy
 from verdictflow.samples.traffic import generate
 from verdictflow.scoring_jobs.replay import replay

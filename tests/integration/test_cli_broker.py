@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.conftest import run_verdictflow, settings_env
+from tests.support.processes import run_verdictflow, settings_env
 from verdictflow.streams.broker import EmbeddedBroker
 
 pytestmark = pytest.mark.broker

@@ -15,8 +15,8 @@ import numpy as np
 import orjson
 import pytest
 
-from tests.conftest import run_verdictflow
-from tests.integration.doc_quality_checks import batch_scores, differences, stream_until_agrees
+from tests.support.doc_quality_checks import batch_scores, differences, stream_until_agrees
+from tests.support.processes import run_verdictflow
 from verdictflow.evaluators.doc_quality import graph_degree
 from verdictflow.samples.doc_corpus import DocTraffic, generate
 from verdictflow.scoring_jobs.replay import replay

@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.conftest import run_verdictflow, settings_env
+from tests.support.processes import run_verdictflow, settings_env
 from verdictflow.evaluators.answer_verdicts import ScoringContext, VerdictMeta, build_verdict
 from verdictflow.evaluators.drift import score_reference
 from verdictflow.evaluators.policy import CalibrationRecord, Policy, gate

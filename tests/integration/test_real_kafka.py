@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.verdict_collection import check_thousand_answers
+from tests.support.verdict_collection import check_thousand_answers
 from verdictflow.streams.settings import Settings
 
 pytestmark = [pytest.mark.broker, pytest.mark.docker]

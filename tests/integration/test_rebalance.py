@@ -28,9 +28,9 @@ import pytest
 from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from tests.conftest import WorkerProcess, run_verdictflow, settings_env
-from tests.integration.doc_quality_checks import batch_scores, differences, stream_until_agrees
-from tests.integration.reliability import OutputCollector, copartitioning, wait_ready
+from tests.support.doc_quality_checks import batch_scores, differences, stream_until_agrees
+from tests.support.processes import WorkerProcess, run_verdictflow, settings_env
+from tests.support.reliability import OutputCollector, copartitioning, wait_ready
 from verdictflow.evaluators import variant_groups as vg
 from verdictflow.evaluators.policy import load_policy
 from verdictflow.models.events import AnswerEvent

@@ -5,19 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 
 import orjson
 import pytest
 
-from tests.integration.verdict_collection import collect
+from tests.support.paths import SHARED_DATA
+from tests.support.verdict_collection import collect
 from verdictflow.evaluators.judge.verdicts import JudgeConfig, JudgeContext
 from verdictflow.scoring_jobs.eval_summaries import evaluate_summaries
 from verdictflow.scoring_jobs.replay import replay
 from verdictflow.summary_scoring import spacy_parser
 
 pytestmark = pytest.mark.broker
-SUMMEVAL = Path(__file__).resolve().parents[3] / "shared" / "data" / "summeval"
+SUMMEVAL = SHARED_DATA / "summeval"
 
 
 def traffic() -> list[bytes]:

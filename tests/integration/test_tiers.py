@@ -10,7 +10,7 @@ import asyncio
 import orjson
 import pytest
 
-from tests.integration.verdict_collection import collect
+from tests.support.verdict_collection import collect
 from verdictflow.evaluators.policy import load_policy
 from verdictflow.samples.traffic import generate
 from verdictflow.scoring_jobs.eval_answers import expected_verdicts

@@ -16,7 +16,7 @@ import signal
 import orjson
 import pytest
 
-from tests.integration.reliability import (
+from tests.support.reliability import (
     OutputCollector,
     Supervisor,
     describe_missing,

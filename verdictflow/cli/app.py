@@ -2,7 +2,7 @@
 
 Commands live in small modules by what they touch (stream, offline, API, operations, audit,
 document quality, retrieval A/B); this module only assembles them. No module imports the
-command line from below it (``tests/unit/test_imports.py`` imports each module alone).
+command line from below it (``tests/test_imports.py`` imports each module alone).
 """
 
 from __future__ import annotations

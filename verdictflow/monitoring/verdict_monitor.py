@@ -5,7 +5,7 @@ It reads every ``verdicts.<kind>`` topic outside any consumer group (with the sa
 metrics: verdicts by kind, decision, model and tenant; score histograms; the share of each
 decision per kind. Dashboards compute rates with ``rate()`` over the counters.
 
-Choices an operator should know (tested in ``tests/unit/test_monitoring.py``):
+Choices an operator should know (tested in ``tests/monitoring/test_verdict_monitor.py``):
 
 - **Deduplicated by verdict_id.** Delivery is at-least-once; a redelivered verdict carries the
   same id and is counted once, within a window of the most recent ``dedup_window`` ids (a

@@ -12,7 +12,7 @@ import numpy as np
 import orjson
 import pytest
 
-from tests.conftest import run_verdictflow
+from tests.support.processes import run_verdictflow
 from verdictflow.agents import doc_quality_state as state
 from verdictflow.cpesh import CpeshClient, cpesh_margins
 from verdictflow.evaluators.doc_quality import QualityConfig, cpesh_margin

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from asgi_lifespan import LifespanManager
 
-from tests.unit.api_client import close_all, open_client
-from tests.unit.retrieval_corpus import TEXTS
+from tests.support.api_client import close_all, open_client
+from tests.support.retrieval_corpus import TEXTS
 from verdictflow.evaluators.embedding import embed_texts
 from verdictflow.rerank_api import ApiSettings, create_app
 from verdictflow.rerank_api.artifacts import ArtifactError

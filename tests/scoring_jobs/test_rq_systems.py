@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from asgi_lifespan import LifespanManager
 
-from tests.conftest import run_verdictflow
-from tests.unit.retrieval_corpus import TEXTS
+from tests.support.processes import run_verdictflow
+from tests.support.retrieval_corpus import TEXTS
 from verdictflow.rerank_api import ApiSettings, create_app
 from verdictflow.scoring_jobs.rq_command import rq_eval_command
 from verdictflow.scoring_jobs.rq_config import load_config

@@ -1,4 +1,4 @@
-"""Relevance (TF-IDF cosine + Jaccard) / 2 and completeness keyword coverage (spec 003)."""
+"""Relevance (spec 003): (TF-IDF cosine + Jaccard) / 2, with or without background statistics."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import pytest
 from sklearn.feature_extraction.text import TfidfVectorizer
 
 from verdictflow.background import read_stats, write_stats
-from verdictflow.evaluators.completeness import completeness, keywords
 from verdictflow.evaluators.relevance import (
     BackgroundStats,
     build_background_stats,
@@ -98,23 +97,3 @@ def test_min_df_drops_rare_terms() -> None:
 def test_bad_stats_are_rejected(payload: bytes, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         BackgroundStats.from_json(payload)
-
-
-def test_completeness_counts_query_keywords_in_the_response() -> None:
-    result = completeness("What is the capital of France?", "Paris is France's capital.")
-    assert result.query_keywords == ("capital", "france")
-    assert result.found == ("capital", "france")
-    assert result.score == 1.0
-    half = completeness("capital of France and Spain", "The capital of France is Paris")
-    assert half.score == pytest.approx(2 / 3)
-    assert half.missing == ("spain",)
-
-
-def test_completeness_without_keywords_is_one() -> None:
-    result = completeness("Is it?", "No.")
-    assert result.no_keywords
-    assert result.score == 1.0
-
-
-def test_keywords_keep_hyphenated_words_and_drop_punctuation_and_contractions() -> None:
-    assert keywords("Don't the COVID-19 vaccines work?") == ["covid-19", "vaccines", "work"]

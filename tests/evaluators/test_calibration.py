@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from tests.conftest import run_verdictflow
+from tests.support.processes import run_verdictflow
 from verdictflow.evaluators.calibration import choose_threshold, variance_margin
 from verdictflow.evaluators.policy import load_policy
 

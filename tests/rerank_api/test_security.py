@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, settings
 from schemathesis.checks import CHECKS, load_all_checks
 from schemathesis.config import SchemathesisConfig
 
-from tests.unit.api_client import close_all, open_client
+from tests.support.api_client import close_all, open_client
 from verdictflow.rerank_api import ApiSettings, create_app
 from verdictflow.rerank_api.app import build_retriever
 from verdictflow.rerank_api.retriever import DocMeta

@@ -8,7 +8,6 @@ import json
 import re
 import shlex
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +16,7 @@ import yaml
 from prometheus_client.metrics import MetricWrapperBase
 from typer.testing import CliRunner
 
+from tests.support.paths import ROOT
 from verdictflow.cli import app as cli_app
 from verdictflow.cli.options import build_settings
 from verdictflow.evaluators.policy import load_policy
@@ -27,7 +27,7 @@ from verdictflow.streams.settings import Settings
 from verdictflow.streams.topic_plan import topic_plan
 from verdictflow.streams.worker_metrics import WorkerMetrics
 
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+DEPLOY = ROOT / "deploy"
 COMPOSE = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
 K8S = [
     doc

@@ -8,7 +8,7 @@ import time
 
 import orjson
 
-from tests.conftest import run_verdictflow
+from tests.support.processes import run_verdictflow
 from verdictflow.samples.doc_corpus import DocTraffic
 from verdictflow.scoring_jobs.export_quality import latest_rows, read_quality_rows
 

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.paths import ROOT, SHARED_DATA
 from verdictflow.scoring_jobs.rq_inputs import RQInputError, read_corpus, read_qrels, read_queries
 
-TREC = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "trec_eval_tests" / "test"
+TREC = SHARED_DATA / "trec_eval_tests" / "test"
 
 
 def write(path: Path, text: str) -> Path:
@@ -33,7 +34,7 @@ def inputs(tmp_path):
 
 def rq_eval(*args: object):
     """``python scripts/rq_eval.py ARGS``, the spelling of spec 001."""
-    script = Path(__file__).resolve().parents[2] / "scripts" / "rq_eval.py"
+    script = ROOT / "scripts" / "rq_eval.py"
     return subprocess.run(
         [sys.executable, str(script), *map(str, args)], capture_output=True, text=True, timeout=60
     )

@@ -8,11 +8,11 @@ with it).
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.paths import ROOT
+
 DATA = ROOT.parent / "shared" / "data"
 
 pytestmark = pytest.mark.skipif(not (DATA / "qags").is_dir(), reason="../shared/data not present")

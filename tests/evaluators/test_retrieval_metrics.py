@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 from functools import partial
-from pathlib import Path
 
 import pytest
 
+from tests.support.paths import SHARED_DATA
 from verdictflow.evaluators.retrieval_metrics import (
     macro_average,
     mrr_at_k,
@@ -18,7 +18,7 @@ from verdictflow.evaluators.retrieval_metrics import (
 )
 from verdictflow.scoring_jobs.trec_io import TrecFormatError, read_trec_qrels, read_trec_run
 
-TREC = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "trec_eval_tests"
+TREC = SHARED_DATA / "trec_eval_tests"
 needs_fixtures = pytest.mark.skipif(not TREC.is_dir(), reason="../shared/data not present")
 
 JUDGED = {"d1": 2, "d2": 0, "d3": 1, "d4": 1}

@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.conftest import run_verdictflow
+from tests.support.processes import run_verdictflow
 from verdictflow.evaluators.answer_verdicts import ScoringContext, VerdictMeta, build_verdict
 from verdictflow.evaluators.policy import Policy, defer, gate, load_policy
 from verdictflow.models.events import AnswerEvent

@@ -6,7 +6,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from tests.conftest import run_verdictflow
+from tests.support.processes import run_verdictflow
 from verdictflow.environment import environment_digest, environment_manifest
 from verdictflow.evaluators.answer_verdicts import ScoringContext, score_groundedness
 from verdictflow.evaluators.policy import Policy

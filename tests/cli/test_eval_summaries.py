@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import orjson
 
-from tests.conftest import run_verdictflow
+from tests.support.processes import run_verdictflow
 
 EVENT = {
     "id": "s1",

@@ -7,10 +7,10 @@ reference fails here, so the documented CLI cannot drift from the real one.
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 from types import ModuleType
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.paths import ROOT
+
 SCRIPT = ROOT / "scripts" / "cli_reference.py"
 REFERENCE = ROOT / "docs" / "cli.md"
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import orjson
 
-from tests.conftest import WorkerProcess
+from tests.support.processes import WorkerProcess
 from verdictflow.evaluators.answer_verdicts import verdict_id
 from verdictflow.exceptions import InvalidEvent
 from verdictflow.models.codec import decode

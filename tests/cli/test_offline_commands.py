@@ -10,7 +10,8 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
-from tests.conftest import run_verdictflow
+from tests.support.paths import ROOT
+from tests.support.processes import run_verdictflow
 from verdictflow.cli import app
 from verdictflow.models.schemas import TOPIC_VALUE_MODELS
 
@@ -104,7 +105,7 @@ def test_unknown_topic_is_a_clear_error(bad_topic):
 def test_committed_schemas_match_the_models(tmp_path):
     """schemas/ in the repo is what consumers download; it must not drift from the models."""
     runner.invoke(app, ["schemas", "--out", str(tmp_path)])
-    committed = Path(__file__).resolve().parents[2] / "schemas"
+    committed = ROOT / "schemas"
     fresh = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
     assert fresh == {p.name: p.read_bytes() for p in committed.iterdir()}, (
         "run `verdictflow schemas --out schemas` and commit the result"
