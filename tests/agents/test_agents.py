@@ -9,7 +9,7 @@ import itertools
 import orjson
 import pytest
 
-from verdictflow.evaluators.answer_batch import Tier
+from verdictflow.evaluators.kinds import Tier
 from verdictflow.evaluators.policy import Policy
 from verdictflow.streams.app import create_app
 from verdictflow.streams.outbox import RecordingOutbox

@@ -19,6 +19,7 @@ import orjson
 
 from tests.support.processes import WorkerProcess
 from verdictflow.evaluators.answer_verdicts import verdict_id
+from verdictflow.evaluators.kinds import answer_kinds
 from verdictflow.exceptions import InvalidEvent
 from verdictflow.models.codec import decode
 from verdictflow.models.events import AnswerEvent
@@ -30,20 +31,15 @@ from verdictflow.streams.table_migration import changelog
 from verdictflow.streams.topic_reader import read_whole_topic
 from verdictflow.streams.topics import DEAD_LETTERS, TABLE_SOURCES, VERDICT_TOPICS, full_name
 
-PER_ANSWER_KINDS = (
-    VerdictKind.GROUNDEDNESS,
-    VerdictKind.RELEVANCE,
-    VerdictKind.COMPLETENESS,
-    VerdictKind.HALLUCINATION,
-)
+PER_ANSWER_KINDS = tuple(spec.kind for spec in answer_kinds())
 
 
 def expected_verdicts_by_id(
     lines: Iterable[bytes], config_digest: str
 ) -> dict[str, tuple[str, VerdictKind]]:
     """verdict_id -> (input id, kind) of every verdict the answers pipeline emits for
-    ``lines``: four per valid answer (by answer id) and one consistency verdict per request
-    (by group key)."""
+    ``lines``: one per answer kind and valid answer (by answer id) and one consistency
+    verdict per request (by group key)."""
     ids: dict[str, tuple[str, VerdictKind]] = {}
     for line in lines:
         try:

@@ -28,8 +28,9 @@ from verdictflow.agents.consistency import group_message
 from verdictflow.agents.isolation import score_isolating_failures
 from verdictflow.evaluators import variant_groups
 from verdictflow.evaluators.answer_analysis import AnswerAnalyzer
-from verdictflow.evaluators.answer_batch import Tier, score_answers
+from verdictflow.evaluators.answer_batch import score_answers
 from verdictflow.evaluators.answer_verdicts import ScoringContext
+from verdictflow.evaluators.kinds import TIER_AGENTS, Tier
 from verdictflow.exceptions import InvalidEvent
 from verdictflow.models.codec import decode, encode
 from verdictflow.models.events import AnswerEvent
@@ -44,9 +45,6 @@ logger = logging.getLogger(__name__)
 
 Outputs = list[tuple[str, str, bytes]]
 TimedEvent = tuple[AnswerEvent, float | None]
-
-#: Agent name per tier.
-AGENT_NAMES = {Tier.LEXICAL: "vf-answers", Tier.NLP: "vf-answers-nlp"}
 
 
 async def process_answers(
@@ -149,7 +147,7 @@ def register(
     return batch_agent(
         app,
         topics["answers"],
-        name=AGENT_NAMES[tier],
+        name=TIER_AGENTS[tier],
         settings=settings,
         outbox=outbox,
         handle=handle,

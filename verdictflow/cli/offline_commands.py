@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 
 from verdictflow.cli.options import IdfStatsOpt, PolicyOpt, err
+from verdictflow.evaluators.kinds import BY_NAME
 
 
 def eval_answers(
@@ -96,10 +97,7 @@ def calibrate(
     ],
     kind: Annotated[
         str,
-        typer.Option(
-            help="groundedness, consistency, relevance, completeness, hallucination, "
-            "judge.twin_lock or judge.judge_lock"
-        ),
+        typer.Option(help="A verdict kind of the registry: " + ", ".join(BY_NAME)),
     ],
     cost_fp: Annotated[float, typer.Option(min=0, help="Cost of passing a fail item")] = 1.0,
     cost_fn: Annotated[float, typer.Option(min=0, help="Cost of failing a pass item")] = 1.0,

@@ -24,8 +24,6 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.metrics import roc_curve
 
-DEFER_SCORE = -1.0  # below every threshold in [0, 1]
-
 
 @dataclass(frozen=True, slots=True)
 class OperatingPoint:

@@ -7,11 +7,11 @@ from pathlib import Path
 import orjson
 from pydantic import BaseModel
 
+from verdictflow.evaluators.kinds import KINDS
 from verdictflow.models.alerts import DriftAlert
 from verdictflow.models.dead_letter import DeadLetter
 from verdictflow.models.events import AnswerEvent, DocUpdate, EdgeEvent, SummaryEvent
 from verdictflow.models.quality import DocQuality
-from verdictflow.models.verdicts import JudgeVerdict, Verdict, VerdictKind
 
 TOPIC_VALUE_MODELS: dict[str, type[BaseModel]] = {
     "answers": AnswerEvent,
@@ -21,8 +21,7 @@ TOPIC_VALUE_MODELS: dict[str, type[BaseModel]] = {
     "doc-quality": DocQuality,
     "dead-letters": DeadLetter,
     "alerts": DriftAlert,
-    **{f"verdicts.{kind.value}": Verdict for kind in VerdictKind},
-    "verdicts.judge": JudgeVerdict,
+    **{f"verdicts.{spec.kind.value}": spec.verdict_model for spec in KINDS},
 }
 
 

@@ -29,6 +29,7 @@ from typing import Any
 import orjson
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
+from verdictflow.evaluators.kinds import BY_NAME, KINDS, series_name
 from verdictflow.models.verdicts import Decision, VerdictKind
 from verdictflow.scoring_jobs.tail import tail
 from verdictflow.streams.settings import Settings
@@ -132,7 +133,7 @@ class VerdictMonitor:
         self._recent = RecentIds(dedup_window)
         self._newest_ts: dict[str, float] = {}
         self._counts: dict[str, dict[str, int]] = {
-            k.value: dict.fromkeys(Decision, 0) for k in VerdictKind
+            spec.kind.value: dict.fromkeys(Decision, 0) for spec in KINDS
         }
 
     def observe(self, topic: str, value: bytes | None) -> bool:
@@ -153,8 +154,9 @@ class VerdictMonitor:
         model, tenant = self._models(verdict.get("model")), self._tenants(verdict.get("tenant"))
         self.verdicts.labels(kind, decision, model, tenant).inc()
         if isinstance(score, int | float):
-            if kind == VerdictKind.JUDGE:
-                judge = str(verdict.get("judge") or NONE)[:40]
+            spec = BY_NAME.get(series_name(kind, verdict.get("judge")))
+            if spec is not None and spec.scale != 1.0:  # the judges' 0-10 scale
+                judge = str(spec.judge or NONE)[:40]
                 self.judge_score.labels(judge, model, tenant).observe(score)
             else:
                 self.score.labels(kind, model, tenant).observe(score)

@@ -6,7 +6,26 @@
 state), ``artifacts`` (files -> state), ``app`` (lifespan and routes).
 """
 
-from verdictflow.rerank_api.app import create_app
-from verdictflow.rerank_api.settings import ApiSettings
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from verdictflow.rerank_api.app import create_app
+    from verdictflow.rerank_api.settings import ApiSettings
 
 __all__ = ["ApiSettings", "create_app"]
+
+
+def __getattr__(name: str) -> Any:
+    """``create_app`` and ``ApiSettings`` on first use: importing a submodule (``blend``,
+    ``artifacts``) from an offline job must not import FastAPI and the whole app."""
+    if name == "create_app":
+        from verdictflow.rerank_api.app import create_app
+
+        return create_app
+    if name == "ApiSettings":
+        from verdictflow.rerank_api.settings import ApiSettings
+
+        return ApiSettings
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,21 +17,28 @@ import logging
 import threading
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import Any
 
 import bm25s
 import numpy as np
-from nltk.stem.porter import PorterStemmer
 
 logger = logging.getLogger(__name__)
 
 VERSION = "vf-bm25/1:bm25s-lucene:k1=1.5:b=0.75:stop=english:porter"
 
-_stemmer = PorterStemmer()
+
+@lru_cache(maxsize=1)
+def _stemmer() -> Any:
+    """NLTK's Porter stemmer, imported on first use: importing ``nltk`` takes ~2 s, which
+    every command line start would otherwise pay."""
+    from nltk.stem.porter import PorterStemmer
+
+    return PorterStemmer()
 
 
 @lru_cache(maxsize=200_000)
 def _stem(word: str) -> str:
-    return str(_stemmer.stem(word))
+    return str(_stemmer().stem(word))
 
 
 def _stem_words(words: Sequence[str]) -> list[str]:

@@ -21,20 +21,19 @@ import yaml
 from pydantic import ValidationError
 
 from verdictflow.evaluators.calibration import (
-    DEFER_SCORE,
     Choice,
     choose_threshold,
     rates_at,
     variance_margin,
 )
 from verdictflow.evaluators.drift import score_reference
+from verdictflow.evaluators.kinds import DEFER_SCORE, KindSpec
 from verdictflow.evaluators.perturb import ALL_PERTURBATIONS, perturbations_of
 from verdictflow.evaluators.policy import CalibrationRecord, Policy
 from verdictflow.models.codec import summarize_validation_error
 from verdictflow.scoring_jobs.calibration_kinds import (
     BatchScorer,
     CalibrationError,
-    KindSpec,
     batch_scorer,
     spec_for,
 )

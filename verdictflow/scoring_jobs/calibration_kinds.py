@@ -1,10 +1,12 @@
-"""What calibration needs to know about each verdict kind: how to score a golden set with the
-production code, which side of the threshold passes, the score's scale, and where the threshold
-lives in the policy.
+"""How calibration scores a golden set of one kind with the production code.
+
+Everything calibration needs to know about a kind (its event model, which side of the
+threshold passes, its scale, where the threshold lives, what to load, its scorer) is the
+registry's entry (:mod:`verdictflow.evaluators.kinds`); this module only loads what an entry
+says it needs, once per scorer, and runs the entry's scorer over a list of events.
 
 Calibration works in one *gate space* for every kind: higher passes, scores in [0, 1], DEFER
-below everything. ``to_gate`` and ``from_gate`` convert: hallucination (lower is better) is
-flipped, ``1 - s``; judge scores (0-10) are divided by 10. So the ROC code in
+below everything (:meth:`KindSpec.to_gate`, :meth:`KindSpec.from_gate`), so the ROC code in
 ``evaluators/calibration`` is written once, and a hallucination threshold chosen there comes
 back as "PASS at or below t".
 """
@@ -12,22 +14,16 @@ back as "PASS at or below t".
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel
-
-from verdictflow.evaluators.calibration import DEFER_SCORE
+from verdictflow.evaluators.kinds import BY_NAME, KindSpec, Need, Scope, UnknownKindError
+from verdictflow.evaluators.kinds import spec_for as registry_spec
 from verdictflow.evaluators.policy import Policy
 from verdictflow.exceptions import VerdictflowError
-from verdictflow.models.events import AnswerEvent, SummaryEvent
-from verdictflow.models.verdicts import Decision, Verdict
+from verdictflow.models.verdicts import Verdict
 
-ANSWER_KINDS = ("groundedness", "consistency", "relevance", "completeness", "hallucination")
-JUDGE_KINDS = ("judge.twin_lock", "judge.judge_lock")
-KINDS = ANSWER_KINDS + JUDGE_KINDS
-#: Perturbations for scorers on spaCy's cased model (why: ``evaluators/perturb``).
-MODEL_PERTURBATIONS = frozenset({"spacing", "order", "duplicate_context"})
+#: Every kind calibration accepts (all of the registry's).
+KINDS = tuple(BY_NAME)
 #: Scores a list of golden events (one verdict each, in order) under a policy.
 BatchScorer = Callable[[Sequence[Any], Policy], list[Verdict]]
 
@@ -36,87 +32,58 @@ class CalibrationError(VerdictflowError):
     """A golden set or option that calibration cannot use."""
 
 
-@dataclass(frozen=True)
-class KindSpec:
-    name: str
-    event_model: type[BaseModel]
-    direction: Literal["higher", "lower"]
-    scale: float  # the score's upper bound: 1 for answer kinds, 10 for judges
-    perturbations: frozenset[str] | None = None  # None: all of them (see evaluators/perturb)
-
-    def to_gate(self, verdict: Verdict) -> float:
-        """The verdict's score in gate space; a DEFER never passes."""
-        if verdict.decision is Decision.DEFER or verdict.score is None:
-            return DEFER_SCORE
-        unit = verdict.score / self.scale
-        return 1.0 - unit if self.direction == "lower" else unit
-
-    def from_gate(self, value: float) -> float:
-        """A gate-space threshold in the kind's own units (rounded to 12 decimals, so 1 - 0.7
-        is written as 0.3)."""
-        unit = 1.0 - value if self.direction == "lower" else value
-        return round(min(max(unit, 0.0), 1.0) * self.scale, 12)
-
-    def set_threshold(self, data: dict[str, Any], threshold: float) -> None:
-        """Write ``threshold`` where the agents read it, in a policy's JSON form."""
-        if self.name.startswith("judge."):
-            judge = data["judge"]
-            judge["thresholds"] = {**judge["thresholds"], self.name.split(".", 1)[1]: threshold}
-        else:
-            data[self.name] = {**data[self.name], "threshold": threshold}
-
-
 def spec_for(kind: str) -> KindSpec:
-    if kind not in KINDS:
-        raise CalibrationError(f"kind {kind!r} cannot be calibrated; kinds: " + ", ".join(KINDS))
-    if kind in JUDGE_KINDS:
-        return KindSpec(kind, SummaryEvent, "higher", 10.0, MODEL_PERTURBATIONS)
-    if kind == "hallucination":
-        return KindSpec(kind, AnswerEvent, "lower", 1.0, MODEL_PERTURBATIONS)
-    return KindSpec(kind, AnswerEvent, "higher", 1.0)
+    """The registry entry of ``kind``, or a :class:`CalibrationError` naming the choices."""
+    try:
+        return registry_spec(kind)
+    except UnknownKindError:
+        raise CalibrationError(
+            f"kind {kind!r} cannot be calibrated; kinds: " + ", ".join(KINDS)
+        ) from None
 
 
 def batch_scorer(kind: str, idf_stats: str | None = "default") -> BatchScorer:
-    """The production scorer of ``kind``, loading spaCy and background statistics only for the
-    kinds that need them (and once per call of this function)."""
-    if kind in ("groundedness", "consistency"):
-        from verdictflow.evaluators import variant_groups as vg
-        from verdictflow.evaluators.answer_verdicts import ScoringContext, score_groundedness
-
-        single = score_groundedness if kind == "groundedness" else vg.score_self_contained
-
-        def lexical(events: Sequence[Any], policy: Policy) -> list[Verdict]:
-            ctx = ScoringContext(policy)
-            return [single(e, ctx) for e in events]
-
-        return lexical
-    if kind in ("relevance", "completeness", "hallucination"):
-        return _answer_quality_scorer(kind, idf_stats)
-    return _judge_scorer(kind.split(".", 1)[1])
+    """The production scorer of ``kind``, loading spaCy and background statistics only when
+    the kind needs them (and once per call of this function, or per policy)."""
+    spec = spec_for(kind)
+    if spec.scope is Scope.SUMMARY:
+        return _judge_scorer(spec)
+    return _answer_scorer(spec, idf_stats)
 
 
-def _answer_quality_scorer(kind: str, idf_stats: str | None) -> BatchScorer:
-    from verdictflow.evaluators.answer_batch import ANSWER_KINDS, score_answers
+def _answer_scorer(spec: KindSpec, idf_stats: str | None) -> BatchScorer:
+    from verdictflow.evaluators.answer_verdicts import ScoringContext
     from verdictflow.scoring_setup import load_scoring
 
-    tier = next(k.tier for k in ANSWER_KINDS if k.kind == kind)
+    score_one = spec.score
+    if score_one is None:
+        raise CalibrationError(f"{spec.name} has no per-event scorer")
     loaded: dict[str, Any] = {}
 
     def score(events: Sequence[Any], policy: Policy) -> list[Verdict]:
         if loaded.get("policy") != policy:
-            loaded["policy"], loaded["scoring"] = policy, load_scoring(policy, idf_stats)
-        scoring = loaded["scoring"]
-        scored = score_answers(events, scoring.ctx, scoring.analyzer, tier)
-        return [next(v for v in verdicts if v.kind == kind) for verdicts in scored]
+            loaded["policy"] = policy
+            if spec.needs:  # background statistics, or spaCy's version in the digest
+                loaded["scoring"] = load_scoring(policy, idf_stats)
+                loaded["ctx"] = loaded["scoring"].ctx
+            else:
+                loaded["ctx"] = ScoringContext(policy)
+        ctx = loaded["ctx"]
+        if Need.SPACY in spec.needs:
+            parsed = loaded["scoring"].analyzer.analyze(events)
+        else:
+            parsed = [None] * len(events)
+        return [score_one(e, p, ctx) for e, p in zip(events, parsed, strict=True)]
 
     return score
 
 
-def _judge_scorer(judge: str) -> BatchScorer:
+def _judge_scorer(spec: KindSpec) -> BatchScorer:
     from verdictflow.evaluators.judge.verdicts import JudgeContext, score_batch
     from verdictflow.summary_scoring import spacy_parser
 
     parse, version = spacy_parser()
+    judge = spec.judge or ""
 
     def score(events: Sequence[Any], policy: Policy) -> list[Verdict]:
         ctx = JudgeContext(policy.judge, version)

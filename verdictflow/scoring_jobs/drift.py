@@ -18,11 +18,12 @@ import orjson
 from pydantic import ValidationError
 
 from verdictflow.evaluators.drift import DriftKey, DriftMonitor, DriftTransition
+from verdictflow.evaluators.kinds import series_name, spec_for
 from verdictflow.evaluators.policy import CalibrationRecord, Policy
 from verdictflow.exceptions import VerdictflowError
 from verdictflow.models.alerts import DriftAlert
 from verdictflow.models.codec import encode
-from verdictflow.models.verdicts import Verdict, VerdictKind
+from verdictflow.models.verdicts import Verdict
 from verdictflow.scoring_jobs.replay import make_producer
 from verdictflow.scoring_jobs.tail import tail
 from verdictflow.streams.admin import ensure_topics
@@ -41,13 +42,6 @@ def calibrated_references(policy: Policy) -> dict[str, CalibrationRecord]:
             "run `verdictflow calibrate` first and pass its policy with --policy"
         )
     return records
-
-
-def calibration_kind(verdict: Verdict, raw: dict[str, object]) -> str:
-    """``judge.<judge>`` for judge verdicts (each judge has its own threshold), else the kind."""
-    if verdict.kind is VerdictKind.JUDGE:
-        return f"judge.{raw.get('judge')}"
-    return verdict.kind.value
 
 
 def alert_of(t: DriftTransition, record: CalibrationRecord, monitor: DriftMonitor) -> DriftAlert:
@@ -89,7 +83,7 @@ class DriftWatcher:
             logger.warning("skipping a record that is not a verdict: %s", str(exc)[:200])
             return None
         self.seen += 1
-        kind = calibration_kind(verdict, raw)
+        kind = series_name(verdict.kind.value, raw.get("judge"))
         key = DriftKey(kind, verdict.model, verdict.tenant)
         transition = self.monitor.observe(key, verdict.score, verdict.event_ts)
         if transition is None:
@@ -98,7 +92,8 @@ class DriftWatcher:
 
 
 def topics_for(kinds: Sequence[str]) -> list[str]:
-    return sorted({verdict_topic(VerdictKind(k.split(".", 1)[0])) for k in kinds})
+    """The verdict topics that carry the calibrated ``kinds`` (registry names)."""
+    return sorted({verdict_topic(spec_for(k).kind) for k in kinds})
 
 
 async def run_drift(

@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.progress import Progress
 
-from verdictflow.scoring_jobs import rq_eval as rq
-from verdictflow.scoring_jobs.rq_config import load_config
 from verdictflow.scoring_jobs.rq_inputs import (
     Document,
     RQInputError,
@@ -29,7 +27,9 @@ from verdictflow.scoring_jobs.rq_inputs import (
     read_qrels,
     read_queries,
 )
-from verdictflow.scoring_jobs.rq_systems import System, config_system, run_system
+
+if TYPE_CHECKING:  # the retriever, FAISS and BM25 are imported when the command runs
+    from verdictflow.scoring_jobs.rq_systems import System
 
 logger = logging.getLogger(__name__)
 err = Console(stderr=True, soft_wrap=True)  # one line per message, paths unbroken
@@ -52,6 +52,9 @@ def _system(
 ) -> System:
     if (run is None) == (config is None):
         raise RQInputError(f"system {label}: give exactly one of --run{label} and --config{label}")
+    from verdictflow.scoring_jobs.rq_config import load_config
+    from verdictflow.scoring_jobs.rq_systems import config_system, run_system
+
     if run is not None:
         return run_system(label, run)
     assert config is not None
@@ -90,6 +93,8 @@ def rq_eval_command(
 
     Each system is a TREC run (--runA/--runB) or a retriever config (--configA/--configB).
     """
+    from verdictflow.scoring_jobs import rq_eval as rq
+
     for path in (queries, truth, run_a, run_b, config_a, config_b, corpus):
         if path is not None and not path.is_file():
             raise RQInputError(f"no such file: {path}")

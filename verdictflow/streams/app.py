@@ -9,7 +9,7 @@ from typing import Any, cast
 
 import faust
 
-from verdictflow.evaluators.answer_batch import Tier
+from verdictflow.evaluators.kinds import Tier
 from verdictflow.evaluators.policy import Policy
 from verdictflow.scoring_setup import Scoring, load_scoring
 from verdictflow.streams import topic_guard

@@ -1,0 +1,265 @@
+"""Every verdict kind, declared once: the registry.
+
+An entry is a kind's whole contract: the input it scores, the agent (for answers, the tier)
+that emits it, how to read its score (direction and scale), where its threshold lives in the
+policy, what a process must load to score it, its scorer, and its documentation page. The
+answers pipeline (:mod:`~verdictflow.evaluators.answer_batch`), ``eval``, ``calibrate``,
+``drift``, the monitor, ``schemas`` and the docs tests iterate :data:`KINDS`; nothing else
+lists kinds or picks a scorer by position.
+
+Judge verdicts share one topic (``verdicts.judge``), but each judge is its own entry
+(``judge.twin_lock``, ``judge.judge_lock``): each has its own threshold, calibration record and
+drift baseline. An entry's ``name`` is that series' name; ``kind`` is the topic's.
+
+Adding a kind: its scorer module in ``evaluators/``, a :class:`VerdictKind` value, a policy
+section with a ``threshold``, one entry here, and a page in ``docs/verdicts/``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel
+
+from verdictflow.evaluators.answer_quality_verdicts import (
+    score_completeness,
+    score_hallucination,
+    score_relevance,
+)
+from verdictflow.evaluators.answer_verdicts import ScoringContext, score_groundedness
+from verdictflow.evaluators.policy import Policy
+from verdictflow.evaluators.variant_groups import score_self_contained
+from verdictflow.models.events import AnswerEvent, SummaryEvent
+from verdictflow.models.verdicts import Decision, JudgeVerdict, Verdict, VerdictKind
+
+if TYPE_CHECKING:
+    from verdictflow.evaluators.answer_analysis import ParsedAnswer
+
+
+class Tier(StrEnum):
+    """Which answers agent (and consumer group) computes a per-answer kind. The **lexical**
+    tier needs only tokens and lookups (~100 us per answer); the **NLP** tier needs the spaCy
+    parse of the answer (milliseconds). Each is its own consumer group on ``answers``, so a
+    backlog of parses never holds back a lexical verdict (docs/architecture.md)."""
+
+    LEXICAL = "lexical"
+    NLP = "nlp"
+
+
+class Scope(StrEnum):
+    """What one verdict is about."""
+
+    ANSWER = "answer"  # one verdict per answer event, from the answers agents
+    VARIANT_GROUP = "variant-group"  # one per request's set of answer variants (consistency)
+    SUMMARY = "summary"  # one per summary event and judge
+
+
+class Need(StrEnum):
+    """What a process must load before it can score a kind."""
+
+    SPACY = "spacy"  # the English pipeline (``verdictflow.nlp``): hundreds of MB, seconds
+    BACKGROUND_STATS = "background-stats"  # document frequencies for TF-IDF (relevance)
+
+
+#: A DEFER's score in gate space: below every threshold in [0, 1], so a DEFER never passes.
+DEFER_SCORE = -1.0
+#: The Faust agent of each answers tier (and, so, its consumer group's agent).
+TIER_AGENTS: dict[Tier, str] = {Tier.LEXICAL: "vf-answers", Tier.NLP: "vf-answers-nlp"}
+#: Which side of the threshold passes.
+Direction = Literal["higher", "lower"]
+#: A per-answer scorer: the event, its spaCy parse (None unless the kind needs spaCy) and the
+#: policy's scoring context, to one verdict.
+AnswerScorer = Callable[[AnswerEvent, "ParsedAnswer | None", ScoringContext], Verdict]
+
+
+@dataclass(frozen=True)
+class KindSpec:
+    """One verdict kind's contract (see the module docstring)."""
+
+    name: str
+    kind: VerdictKind
+    scope: Scope
+    agent: str
+    direction: Direction
+    scale: float  # the score's upper bound: 1 for answer kinds, 10 for judges
+    doc: str  # the kind's page, relative to the repository root
+    summary: str  # one line: what the score says
+    tier: Tier | None = None
+    needs: frozenset[Need] = frozenset()
+    #: Perturbations calibration measures the threshold's margin under (None: all of them;
+    #: scorers on spaCy's cased model skip case changes, see ``evaluators/perturb``).
+    perturbations: frozenset[str] | None = None
+    #: Answer and variant-group kinds: the scorer of one answer event (a variant group's
+    #: scorer takes an event that carries all its variants inline).
+    score: AnswerScorer | None = None
+    judge: str | None = None  # summary kinds: the judge's name in the policy and the verdict
+
+    @property
+    def event_model(self) -> type[BaseModel]:
+        """The topic record a golden set row or an input line must validate as."""
+        return SummaryEvent if self.scope is Scope.SUMMARY else AnswerEvent
+
+    @property
+    def verdict_model(self) -> type[Verdict]:
+        return JudgeVerdict if self.scope is Scope.SUMMARY else Verdict
+
+    def threshold(self, policy: Policy) -> float:
+        """The threshold the agents gate this kind's score at, in its own units."""
+        if self.judge is not None:
+            return policy.judge.threshold_for(self.judge)
+        section: Any = getattr(policy, self.kind.value)
+        return float(section.threshold)
+
+    def set_threshold(self, data: dict[str, Any], threshold: float) -> None:
+        """Write ``threshold`` where :meth:`threshold` reads it, in a policy's JSON form."""
+        if self.judge is not None:
+            judge = data["judge"]
+            judge["thresholds"] = {**judge["thresholds"], self.judge: threshold}
+        else:
+            data[self.kind.value] = {**data[self.kind.value], "threshold": threshold}
+
+    def to_gate(self, verdict: Verdict) -> float:
+        """The verdict's score in *gate space* (higher passes, [0, 1]), where calibration's ROC
+        code works for every kind; a DEFER never passes."""
+        if verdict.decision is Decision.DEFER or verdict.score is None:
+            return DEFER_SCORE
+        unit = verdict.score / self.scale
+        return 1.0 - unit if self.direction == "lower" else unit
+
+    def from_gate(self, value: float) -> float:
+        """A gate-space threshold in the kind's own units (rounded to 12 decimals, so 1 - 0.7
+        is written as 0.3)."""
+        unit = 1.0 - value if self.direction == "lower" else value
+        return round(min(max(unit, 0.0), 1.0) * self.scale, 12)
+
+
+def _lexical(scorer: Callable[[AnswerEvent, ScoringContext], Verdict]) -> AnswerScorer:
+    return lambda event, _parsed, ctx: scorer(event, ctx)
+
+
+def _needs_parse(event: AnswerEvent, parsed: ParsedAnswer | None, ctx: ScoringContext) -> Verdict:
+    if parsed is None:
+        raise ValueError("hallucination needs the answer's parse")
+    return score_hallucination(event, parsed, ctx)
+
+
+#: Scorers on spaCy's cased model: case changes move entities, so they are not perturbations.
+_CASED_MODEL = frozenset({"spacing", "order", "duplicate_context"})
+
+#: Every kind, in emission order within a scope (an answer's verdicts come out in this order).
+KINDS: tuple[KindSpec, ...] = (
+    KindSpec(
+        "groundedness",
+        VerdictKind.GROUNDEDNESS,
+        Scope.ANSWER,
+        TIER_AGENTS[Tier.LEXICAL],
+        "higher",
+        1.0,
+        "docs/verdicts/groundedness.md",
+        "share of the answer's tokens found in its contexts (Q1, spec 001)",
+        tier=Tier.LEXICAL,
+        score=_lexical(score_groundedness),
+    ),
+    KindSpec(
+        "relevance",
+        VerdictKind.RELEVANCE,
+        Scope.ANSWER,
+        TIER_AGENTS[Tier.LEXICAL],
+        "higher",
+        1.0,
+        "docs/verdicts/relevance.md",
+        "(TF-IDF cosine + Jaccard) / 2 of query and answer (spec 003)",
+        tier=Tier.LEXICAL,
+        needs=frozenset({Need.BACKGROUND_STATS}),
+        score=_lexical(score_relevance),
+    ),
+    KindSpec(
+        "completeness",
+        VerdictKind.COMPLETENESS,
+        Scope.ANSWER,
+        TIER_AGENTS[Tier.LEXICAL],
+        "higher",
+        1.0,
+        "docs/verdicts/completeness.md",
+        "share of the query's keywords the answer contains (spec 003)",
+        tier=Tier.LEXICAL,
+        score=_lexical(score_completeness),
+    ),
+    KindSpec(
+        "hallucination",
+        VerdictKind.HALLUCINATION,
+        Scope.ANSWER,
+        TIER_AGENTS[Tier.NLP],
+        "lower",
+        1.0,
+        "docs/verdicts/hallucination.md",
+        "share of the answer's anchors its contexts do not support (spec 003)",
+        tier=Tier.NLP,
+        needs=frozenset({Need.SPACY}),
+        perturbations=_CASED_MODEL,
+        score=_needs_parse,
+    ),
+    KindSpec(
+        "consistency",
+        VerdictKind.CONSISTENCY,
+        Scope.VARIANT_GROUP,
+        "vf-consistency",
+        "higher",
+        1.0,
+        "docs/verdicts/consistency.md",
+        "agreement among a request's answer variants (Q2, spec 001)",
+        score=_lexical(score_self_contained),
+    ),
+    *(
+        KindSpec(
+            f"judge.{judge}",
+            VerdictKind.JUDGE,
+            Scope.SUMMARY,
+            "vf-summaries",
+            "higher",
+            10.0,
+            "docs/verdicts/judge.md",
+            f"{title}: mean of five rubric metrics of a summary, 0-10 (spec 002)",
+            needs=frozenset({Need.SPACY}),
+            perturbations=_CASED_MODEL,
+            judge=judge,
+        )
+        for judge, title in (("twin_lock", "Twin-Lock"), ("judge_lock", "Judge-Lock"))
+    ),
+)
+
+BY_NAME: dict[str, KindSpec] = {spec.name: spec for spec in KINDS}
+
+
+class UnknownKindError(ValueError):
+    """A kind name that is not in the registry."""
+
+
+def spec_for(name: str) -> KindSpec:
+    """The entry called ``name`` (``groundedness``, ``judge.twin_lock``, ...)."""
+    try:
+        return BY_NAME[name]
+    except KeyError:
+        raise UnknownKindError(
+            f"unknown verdict kind {name!r}; kinds: {', '.join(BY_NAME)}"
+        ) from None
+
+
+def answer_kinds(tier: Tier | None = None) -> tuple[KindSpec, ...]:
+    """The per-answer kinds one tier emits, in emission order; every tier's for ``None``."""
+    return tuple(s for s in KINDS if s.scope is Scope.ANSWER and (tier is None or s.tier is tier))
+
+
+def series_of(verdict: Verdict) -> KindSpec:
+    """The entry a verdict belongs to (for a judge verdict, its judge's)."""
+    if isinstance(verdict, JudgeVerdict):
+        return spec_for(f"judge.{verdict.judge}")
+    return spec_for(verdict.kind.value)
+
+
+def series_name(kind: str, judge: object = None) -> str:
+    """The entry name of a verdict read as JSON: ``judge.<judge>`` for judges, else its kind."""
+    return f"judge.{judge}" if kind == VerdictKind.JUDGE.value else kind
