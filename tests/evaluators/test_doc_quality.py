@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from verdictflow.evaluators import doc_quality as dq
 from verdictflow.evaluators.dup_index import (
@@ -16,6 +17,8 @@ from verdictflow.evaluators.dup_index import (
     batch_dup_counts,
     unit_rows,
 )
+from verdictflow.evaluators.policy import Policy
+from verdictflow.streams.settings import QualitySettings
 
 
 @pytest.mark.parametrize(
@@ -157,3 +160,21 @@ def test_bad_vectors_are_refused():
         unit_rows([[1.0, math.nan]])
     with pytest.raises(VectorError, match="dimension"):
         unit_rows([[1.0, 2.0]], dim=3)
+
+
+def test_the_policy_section_is_the_spec_defaults_and_refuses_what_cannot_score() -> None:
+    assert dq.QualityConfig.of(Policy().doc_quality) == dq.QualityConfig()
+    changed = Policy.model_validate({"doc_quality": {"kdup": 7}})
+    assert changed.digest() != Policy().digest()
+    assert dq.QualityConfig.of(changed.doc_quality).kdup == 7
+    for bad in ({"w_text": -0.1}, {"w_dup": "nan"}, {"kdup": 0}, {"dup_threshold": 0}, {"x": 1}):
+        with pytest.raises(ValidationError):
+            Policy.model_validate({"doc_quality": bad})
+
+
+def test_score_knobs_in_the_environment_are_refused_not_ignored(monkeypatch) -> None:
+    monkeypatch.setenv("VERDICTFLOW_QUALITY_W_TEXT", "0.9")
+    with pytest.raises(ValidationError, match=r"doc_quality\.w_text"):
+        QualitySettings()
+    monkeypatch.delenv("VERDICTFLOW_QUALITY_W_TEXT")
+    assert QualitySettings(dim=16).dim == 16

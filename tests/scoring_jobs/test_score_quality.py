@@ -213,3 +213,22 @@ def test_vector_problems():
     assert state.vector_problem(DocUpdate(doc_id="d", vector=[1.0] * 4), 4) is None
     assert "dimensions" in state.vector_problem(DocUpdate(doc_id="d", vector=[1.0] * 3), 4)
     assert "NaN" in state.vector_problem(DocUpdate(doc_id="d", vector=[float("inf")] * 4), 4)
+
+
+def test_score_quality_takes_its_weights_from_the_policy_and_flags_override(tmp_path):
+    texts = ["The Pacific Ocean is the largest ocean on Earth, by far the deepest too.", "x" * 30]
+    npz = _npz(tmp_path, vectors=np.eye(2, 8, dtype=np.float32), doc_ids=np.array(["p", "x"]),
+               concept_texts=np.array(texts))  # fmt: skip
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("doc_quality:\n  w_text: 1.0\n  w_graph: 0.0\n  w_dup: 0.0\n  w_cpesh: 0\n")
+
+    def rows(*extra):
+        proc = _score(tmp_path, npz, "--index", tmp_path / "none", *extra)
+        assert proc.returncode == 0, proc.stderr
+        return [orjson.loads(r) for r in (tmp_path / "o.jsonl").read_bytes().splitlines()]
+
+    spec, from_policy = rows(), rows("--policy", policy)
+    assert [r["quality"] for r in from_policy] == [r["features"]["text"] for r in from_policy]
+    assert spec[0]["quality"] != from_policy[0]["quality"]
+    overridden = rows("--policy", policy, "--w_dup", "0.25")
+    assert overridden[1]["quality"] == pytest.approx(from_policy[1]["quality"] + 0.25)

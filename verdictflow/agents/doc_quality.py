@@ -51,12 +51,6 @@ from verdictflow.streams.topics import (
 logger = logging.getLogger(__name__)
 
 
-def quality_config(q: QualitySettings) -> QualityConfig:
-    return QualityConfig(
-        q.w_text, q.w_graph, q.w_dup, q.w_cpesh, q.kdup, q.dup_threshold, q.use_cpesh
-    )
-
-
 def table_store(q: QualitySettings) -> str:
     """RocksDB (rocksdict) where importable, else memory, unless a store URL is given."""
     if q.store != "auto":
@@ -168,11 +162,12 @@ def register(
     topics: Mapping[str, Any],
     new_outbox: Callable[[], Outbox],
     settings: Settings,
-    quality: QualitySettings | None = None,
-    cpesh_settings: CpeshSettings | None = None,
+    config: QualityConfig,
+    quality: QualitySettings,
+    cpesh_settings: CpeshSettings,
 ) -> DocQualityProcessor:
-    """Declare the features table, the index reader and the three agents on ``app``."""
-    quality = quality or QualitySettings()
+    """Declare the features table, the index reader and the three agents on ``app``:
+    ``config`` (the policy's ``doc_quality``) scores, ``quality`` says how the agents run."""
     table = durable_table(
         app,
         DOC_QUALITY_TABLE,
@@ -180,9 +175,9 @@ def register(
         partitions=settings.partitions,
         store=table_store(quality),
     )
-    reader = DocIndexReader(settings, quality)
+    reader = DocIndexReader(settings, quality, config)
     app.add_dependency(reader)
-    cpesh = CpeshClient(cpesh_settings or CpeshSettings()) if quality.use_cpesh else None
+    cpesh = CpeshClient(cpesh_settings) if config.use_cpesh else None
     if cpesh is not None:
 
         @app.task  # type: ignore[untyped-decorator]
@@ -190,7 +185,7 @@ def register(
             await cpesh.__aenter__()
 
     staged = StagedWrites(table)  # an entry reaches the changelog after the row it records
-    proc = DocQualityProcessor(staged, reader, quality_config(quality), settings, cpesh)
+    proc = DocQualityProcessor(staged, reader, config, settings, cpesh)
 
     def declare(
         topic: str,

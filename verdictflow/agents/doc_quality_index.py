@@ -33,6 +33,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from mode import Service
 
 from verdictflow.agents.doc_quality_state import vector_problem
+from verdictflow.evaluators.doc_quality import QualityConfig
 from verdictflow.evaluators.dup_index import DuplicateIndex, VectorError, unit_rows
 from verdictflow.evaluators.embedding import embed_texts
 from verdictflow.exceptions import InvalidEvent
@@ -51,13 +52,19 @@ FETCH_WAIT_MS = 20
 class DocIndexReader(Service):
     """Follows ``docs`` from the beginning into a duplicate index; started with the app."""
 
-    def __init__(self, settings: Settings, quality: QualitySettings, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        quality: QualitySettings,
+        config: QualityConfig,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self._settings = settings
         self._dim = quality.dim
         self._sync_timeout = quality.sync_timeout_seconds
         self._faiss_threads = quality.faiss_threads
-        self.index = DuplicateIndex(quality.dim, quality.kdup, quality.dup_threshold)
+        self.index = DuplicateIndex(quality.dim, config.kdup, config.dup_threshold)
         self._topic = full_name(DOCS, settings.topic_prefix)
         self._consumer: AIOKafkaConsumer | None = None
         self._offsets: AIOKafkaConsumer | None = None  # end offsets only (see module doc)

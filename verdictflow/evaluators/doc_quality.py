@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 
 import orjson
 
+from verdictflow.evaluators.policy import DocQualityPolicy
 from verdictflow.models.quality import QualityFeatures
 
 #: Length band of full length credit (characters), from the spec.
@@ -47,6 +48,11 @@ class QualityConfig:
                 raise ValueError(f"{name} must be a finite number >= 0, got {value}")
         if self.kdup < 1:
             raise ValueError(f"kdup must be >= 1, got {self.kdup}")
+
+    @classmethod
+    def of(cls, policy: DocQualityPolicy) -> QualityConfig:
+        """The configuration of a policy's ``doc_quality`` section."""
+        return cls(**policy.model_dump())
 
     def digest(self) -> str:
         """sha256 of the canonical JSON of the configuration."""

@@ -77,6 +77,22 @@ class EvidencePolicy(_Strict):
     max_pairs: Annotated[int, Field(ge=0, le=10_000)] = 45
 
 
+class DocQualityPolicy(_Strict):
+    """Document quality (spec 004 IQS): the weights of the four signals, how many neighbours
+    are checked for duplicates (``kdup``) and from which cosine a neighbour is one, and whether
+    the CPESH margin is asked of the local LLM. Defaults are the spec's. Every one changes a
+    DocQuality score, so they live here, under the policy's digest, and each row records
+    their own digest (``config_digest``)."""
+
+    w_text: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.4
+    w_graph: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.3
+    w_dup: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.2
+    w_cpesh: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.1
+    kdup: Annotated[int, Field(ge=1, le=1000)] = 5
+    dup_threshold: Annotated[float, Field(gt=0, le=1)] = 0.999
+    use_cpesh: bool = False
+
+
 JudgeName = Literal["twin_lock", "judge_lock"]
 JudgeScore = Annotated[float, Field(ge=0.0, le=10.0)]
 
@@ -142,6 +158,7 @@ class Policy(_Strict):
     hallucination: HallucinationPolicy = HallucinationPolicy()
     judge: JudgePolicy = JudgePolicy()
     evidence: EvidencePolicy = EvidencePolicy()
+    doc_quality: DocQualityPolicy = DocQualityPolicy()
     calibration: dict[str, CalibrationRecord] = {}
 
     def make_tokenizer(self) -> Tokenizer:

@@ -202,20 +202,39 @@ def score_quality(
     ),
     out_jsonl: Annotated[Path, typer.Option("--out-jsonl")] = Path("artifacts/id_quality.jsonl"),
     out_npz: Annotated[Path, typer.Option("--out-npz")] = Path("artifacts/id_quality.npz"),
-    kdup: Annotated[int, typer.Option("--kdup", help="Neighbours checked for duplicates")] = 5,
-    w_text: Annotated[float, typer.Option("--w_text")] = 0.4,
-    w_graph: Annotated[float, typer.Option("--w_graph")] = 0.3,
-    w_dup: Annotated[float, typer.Option("--w_dup")] = 0.2,
-    w_cpesh: Annotated[float, typer.Option("--w_cpesh")] = 0.1,
+    policy: Annotated[
+        Path | None,
+        typer.Option("--policy", help="Policy YAML; its doc_quality section gives the defaults"),
+    ] = None,
+    kdup: Annotated[
+        int | None, typer.Option("--kdup", help="Neighbours checked for duplicates [policy: 5]")
+    ] = None,
+    w_text: Annotated[float | None, typer.Option("--w_text", help="[policy: 0.4]")] = None,
+    w_graph: Annotated[float | None, typer.Option("--w_graph", help="[policy: 0.3]")] = None,
+    w_dup: Annotated[float | None, typer.Option("--w_dup", help="[policy: 0.2]")] = None,
+    w_cpesh: Annotated[float | None, typer.Option("--w_cpesh", help="[policy: 0.1]")] = None,
     use_cpesh: Annotated[
-        bool, typer.Option("--use-cpesh", help="Ask the local LLM (LNSP_LLM_*) for margins")
-    ] = False,
+        bool | None,
+        typer.Option(
+            "--use-cpesh/--no-cpesh", help="Ask the local LLM (LNSP_LLM_*) for margins [policy: no]"
+        ),
+    ] = None,
 ) -> None:
-    """Score every document of an NPZ (spec 004 IQS) into id_quality.jsonl and .npz."""
+    """Score every document of an NPZ (spec 004 IQS) into id_quality.jsonl and .npz.
+
+    The weights, kdup and CPESH come from the policy's ``doc_quality`` section (the spec's
+    defaults without --policy), so the batch scores what a worker with the same policy
+    streams; a flag given here overrides the policy for this run."""
+    from verdictflow.evaluators.policy import load_policy
+
+    given = {"kdup": kdup, "w_text": w_text, "w_graph": w_graph, "w_dup": w_dup,
+             "w_cpesh": w_cpesh, "use_cpesh": use_cpesh}  # fmt: skip
+    section = load_policy(policy).doc_quality.model_dump()
     try:
-        cfg = dq.QualityConfig(w_text, w_graph, w_dup, w_cpesh, kdup=kdup, use_cpesh=use_cpesh)
+        cfg = dq.QualityConfig(**{**section, **{k: v for k, v in given.items() if v is not None}})
     except ValueError as exc:
         raise QualityInputError(str(exc)) from None
+    use_cpesh = cfg.use_cpesh
     corpus = load_npz(npz)
     n, dim = corpus.vectors.shape
     faiss_index = load_index(index, dim, n)

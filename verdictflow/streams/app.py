@@ -9,6 +9,7 @@ from typing import Any, cast
 
 import faust
 
+from verdictflow.evaluators.doc_quality import QualityConfig
 from verdictflow.evaluators.kinds import Tier
 from verdictflow.evaluators.policy import Policy
 from verdictflow.scoring_setup import Scoring, load_scoring
@@ -18,7 +19,7 @@ from verdictflow.streams.embedded_fetch import EmbeddedBrokerApp
 from verdictflow.streams.kafka_security import faust_credentials
 from verdictflow.streams.outbox import FaustOutbox, Outbox, OutputProducer
 from verdictflow.streams.safe_commit import SafeCommitApp, SafeCommitConsumer
-from verdictflow.streams.settings import Settings
+from verdictflow.streams.settings import CpeshSettings, QualitySettings, Settings
 from verdictflow.streams.source_progress import SourceProgress
 from verdictflow.streams.topic_plan import topic_plan
 from verdictflow.streams.topics import ALL_TOPICS, full_name
@@ -88,6 +89,8 @@ def create_app(
     metrics: WorkerMetrics | None = None,
     tier: Tier = Tier.LEXICAL,
     guard_topics: bool = True,
+    quality: QualitySettings | None = None,
+    cpesh: CpeshSettings | None = None,
 ) -> faust.App:
     """Build one tier's app (one consumer group).
 
@@ -97,7 +100,9 @@ def create_app(
     through from the topic objects; tests pass one that records instead of producing.
     ``metrics``: count inputs, outputs, latency and lag (:mod:`verdictflow.streams.worker_metrics`);
     the caller serves its registry. ``guard_topics``: run the topic guard on this app (one per
-    process is enough: it checks the broker, not the app).
+    process is enough: it checks the broker, not the app). ``quality``, ``cpesh``: how the
+    document-quality agents run and reach the LLM (from the environment when not given; what
+    they score with is the policy's ``doc_quality``).
     """
     from verdictflow.agents import answers, consistency, doc_quality, summaries
 
@@ -137,7 +142,15 @@ def create_app(
         answers.register(app, topics, new_outbox, ctx, settings, scoring.analyzer, tier, progress)
         consistency.register(app, topics, new_outbox, ctx, settings, progress)
         summaries.register(app, topics, new_outbox, ctx, settings)
-        doc_quality.register(app, topics, new_outbox, settings)
+        doc_quality.register(
+            app,
+            topics,
+            new_outbox,
+            settings,
+            QualityConfig.of(policy.doc_quality),
+            quality or QualitySettings(),
+            cpesh or CpeshSettings(),
+        )
     else:
         answers.register(app, topics, new_outbox, ctx, settings, scoring.analyzer, tier)
     if guard_topics:

@@ -7,12 +7,13 @@ policy file instead, whose digest goes into each verdict.
 
 from __future__ import annotations
 
+import os
 from ipaddress import ip_address
 from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_BROKER = "kafka://127.0.0.1:9092"
@@ -97,24 +98,19 @@ def _is_loopback(hostport: str) -> bool:
         return False
 
 
-class QualitySettings(BaseSettings):
-    """Document-quality knobs (issue 5), env prefix ``VERDICTFLOW_QUALITY_``.
+#: Score-changing document-quality knobs that were environment variables before they moved to
+#: the policy's ``doc_quality`` section: setting one now is refused, not silently ignored.
+MOVED_TO_POLICY = ("W_TEXT", "W_GRAPH", "W_DUP", "W_CPESH", "KDUP", "DUP_THRESHOLD", "USE_CPESH")
 
-    The weights, ``kdup``, the duplicate threshold and ``use_cpesh`` change scores: their
-    digest is recorded in every DocQuality row (``config_digest``).
-    """
+
+class QualitySettings(BaseSettings):
+    """How the document-quality agents run (env prefix ``VERDICTFLOW_QUALITY_``). What changes
+    a score (weights, ``kdup``, the duplicate threshold, CPESH on or off) is the policy's
+    ``doc_quality`` section instead, under its digest."""
 
     model_config = SettingsConfigDict(
         env_prefix="VERDICTFLOW_QUALITY_", frozen=True, extra="ignore"
     )
-
-    w_text: Annotated[float, Field(ge=0)] = 0.4
-    w_graph: Annotated[float, Field(ge=0)] = 0.3
-    w_dup: Annotated[float, Field(ge=0)] = 0.2
-    w_cpesh: Annotated[float, Field(ge=0)] = 0.1
-    kdup: Annotated[int, Field(ge=1, le=1000)] = 5
-    dup_threshold: Annotated[float, Field(gt=0, le=1)] = 0.999
-    use_cpesh: bool = False
     #: Dimension of document vectors; documents without one are embedded at this dimension.
     dim: Annotated[int, Field(ge=8)] = 384
     #: ``auto``: RocksDB (rocksdict) when importable, else memory; or any Faust store URL.
@@ -126,6 +122,21 @@ class QualitySettings(BaseSettings):
     #: OpenMP only adds start-up and spin-wait costs: with 2 threads on a busy 2-core machine a
     #: 5k-vector search took 9.4 ms instead of 0.37 ms (measured, see docs/benchmarks.md).
     faiss_threads: Annotated[int, Field(ge=1, le=256)] = 1
+
+    @model_validator(mode="after")
+    def _refuse_moved_knobs(self) -> QualitySettings:
+        moved = sorted(
+            f"VERDICTFLOW_QUALITY_{name}"
+            for name in MOVED_TO_POLICY
+            if f"VERDICTFLOW_QUALITY_{name}" in os.environ
+        )
+        if moved:
+            raise ValueError(
+                f"{', '.join(moved)} moved to the policy file: set doc_quality."
+                f"{moved[0].removeprefix('VERDICTFLOW_QUALITY_').lower()} (and the others) "
+                "there, so the policy's digest covers them (docs/document-quality.md)"
+            )
+        return self
 
 
 class CpeshSettings(BaseSettings):
