@@ -25,8 +25,8 @@ import orjson
 
 from verdictflow.evaluators.judge.verdicts import JudgeConfig, JudgeContext
 from verdictflow.nlp import load_pipeline
+from verdictflow.pipelines.summaries import MAX_BATCH, judge_records, spacy_parser
 from verdictflow.streams.records import Record
-from verdictflow.summary_scoring import MAX_BATCH, judge_records, spacy_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 

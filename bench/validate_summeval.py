@@ -29,7 +29,7 @@ from scipy.stats import kendalltau, spearmanr
 
 from verdictflow.evaluators.judge import judge_lock, twin_lock
 from verdictflow.evaluators.judge.claims import extraneous_tokens
-from verdictflow.summary_scoring import spacy_parser
+from verdictflow.pipelines.summaries import spacy_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 DIMS = ("coherence", "consistency", "fluency", "relevance")

@@ -47,7 +47,9 @@ OFFLINE = (
     "verdictflow.scoring_jobs.calibrate",
     "verdictflow.scoring_jobs.calibration_kinds",
     "verdictflow.scoring_jobs.rq_eval",
-    "verdictflow.summary_scoring",
+    "verdictflow.pipelines.answers",
+    "verdictflow.pipelines.groups",
+    "verdictflow.pipelines.summaries",
     "verdictflow.scoring_setup",
 )
 

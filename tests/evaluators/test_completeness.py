@@ -53,6 +53,7 @@ def test_the_fast_tokenizer_is_nltks_token_for_token(text: str) -> None:
         assert _tokenizer().tokenize(variant) == NLTKWordTokenizer().tokenize(variant)
 
 
+@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="../shared/data not present")
 def test_the_fast_tokenizer_is_nltks_on_real_answers_and_documents() -> None:
     """The stdlib ``re`` compilation of NLTK's patterns must not change a token on human text:
     the first rows of every JSONL data set in ``../shared/data`` (articles, summaries,

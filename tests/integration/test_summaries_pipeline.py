@@ -12,9 +12,9 @@ import pytest
 from tests.support.paths import SHARED_DATA
 from tests.support.verdict_collection import collect
 from verdictflow.evaluators.judge.verdicts import JudgeConfig, JudgeContext
+from verdictflow.pipelines.summaries import spacy_parser
 from verdictflow.scoring_jobs.eval_summaries import evaluate_summaries
 from verdictflow.scoring_jobs.replay import replay
-from verdictflow.summary_scoring import spacy_parser
 
 pytestmark = pytest.mark.broker
 SUMMEVAL = SHARED_DATA / "summeval"

@@ -27,7 +27,7 @@ import orjson
 
 from verdictflow.evaluators import variant_groups as vg
 from verdictflow.evaluators.answer_verdicts import ScoringContext
-from verdictflow.models.events import AnswerEvent
+from verdictflow.pipelines.groups import apply_group_message, close_message
 from verdictflow.streams.batch_agent import batch_agent, per_record
 from verdictflow.streams.durable_table import StagedWrites, durable_table
 from verdictflow.streams.outbox import Outbox, send_model
@@ -37,45 +37,6 @@ from verdictflow.streams.source_progress import SourceProgress
 from verdictflow.streams.topics import CONSISTENCY_GROUPS, CONSISTENCY_TABLE, verdict_topic
 
 logger = logging.getLogger(__name__)
-
-_FORWARDED_FIELDS = {
-    "id",
-    "request_id",
-    "answer",
-    "variants",
-    "expected_variants",
-    "model",
-    "tenant",
-    "group",
-    "ts",
-}
-
-
-def group_message(event: AnswerEvent, log_time: float | None) -> bytes:
-    """An ``answer`` message: the event without its contexts (not needed for Q2), and the log
-    time of its ``answers`` record, which starts or shortens its group's window."""
-    event_fields = event.model_dump(include=_FORWARDED_FIELDS)
-    return orjson.dumps({"type": "answer", "event": event_fields, "log_time": log_time})
-
-
-def close_message(key: str, watermark: float) -> bytes:
-    """A ``close`` message: every answer of the key's partition up to log time ``watermark``
-    was forwarded before this message (:mod:`verdictflow.streams.source_progress`)."""
-    return orjson.dumps({"type": "close", "key": key, "watermark": watermark})
-
-
-def parse_group_message(value: bytes, now: float) -> tuple[AnswerEvent, float] | tuple[str, float]:
-    """The inverse of :func:`group_message` and :func:`close_message`: an answer to add to its
-    group with its log time, or the key of a group to close with the watermark. Messages
-    written before log-time windows (no time field) take ``now``, the old processing time."""
-    msg = orjson.loads(value)
-    if msg["type"] == "answer":
-        log_time = msg.get("log_time")
-        return AnswerEvent.model_validate(msg["event"]), float(
-            now if log_time is None else log_time
-        )
-    watermark = msg.get("watermark")
-    return str(msg["key"]), float(now if watermark is None else watermark)
 
 
 async def process_group_record(record: Record, store: vg.GroupStore, outbox: Outbox) -> None:
@@ -87,14 +48,10 @@ async def process_group_record(record: Record, store: vg.GroupStore, outbox: Out
     processed again after restart instead of being lost.
     """
     try:
-        item, at = parse_group_message(record.value or b"", time.time())
+        verdict = apply_group_message(store, record.value or b"", time.time())
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
         logger.exception("unusable internal message at %s skipped", record.where)
         return
-    if isinstance(item, AnswerEvent):
-        verdict = store.on_answer(item, at)
-    else:
-        verdict = store.on_close(item, at)
     if verdict is not None:
         headers = {"vf-source": record.where.encode()}
         await send_model(outbox, verdict_topic(verdict.kind), verdict.input_id, verdict, headers)

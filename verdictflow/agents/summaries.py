@@ -22,12 +22,13 @@ import faust
 
 from verdictflow.evaluators.answer_verdicts import ScoringContext
 from verdictflow.evaluators.judge.verdicts import JudgeContext, Parser
+from verdictflow.pipelines import Output
+from verdictflow.pipelines.summaries import MAX_BATCH, judge_records, spacy_parser
 from verdictflow.streams.batch_agent import batch_agent
 from verdictflow.streams.outbox import Outbox
 from verdictflow.streams.records import Record
 from verdictflow.streams.settings import Settings
 from verdictflow.streams.topics import SUMMARIES
-from verdictflow.summary_scoring import MAX_BATCH, Output, judge_records, spacy_parser
 
 logger = logging.getLogger(__name__)
 

@@ -80,7 +80,7 @@ def _answer_scorer(spec: KindSpec, idf_stats: str | None) -> BatchScorer:
 
 def _judge_scorer(spec: KindSpec) -> BatchScorer:
     from verdictflow.evaluators.judge.verdicts import JudgeContext, score_batch
-    from verdictflow.summary_scoring import spacy_parser
+    from verdictflow.pipelines.summaries import spacy_parser
 
     parse, version = spacy_parser()
     judge = spec.judge or ""

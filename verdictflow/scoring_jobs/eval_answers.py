@@ -1,9 +1,10 @@
 """``verdictflow eval answers FILE``: the agents' verdicts for a JSONL file, without a broker.
 
-Each line is scored exactly as the answers and consistency agents would score it, so the
-output equals (byte for byte, per verdict_id) what a worker emits for the same file replayed in
-order. Groups of variants that are still open at the end of the file close as if their window
-had closed (``closed_by: window``). Malformed lines become dead-letter records.
+Each line goes through the answers agents' own pipeline and its consistency messages through
+the consistency agent's, so the output equals (byte for byte, per verdict_id) what a worker
+emits for the same file replayed in order. Groups of variants that are still open at the end
+of the file close as if their window had closed (``closed_by: window``). Malformed lines
+become dead-letter records.
 """
 
 from __future__ import annotations
@@ -14,14 +15,14 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from verdictflow.evaluators import variant_groups as vg
-from verdictflow.evaluators.answer_batch import score_answers
-from verdictflow.exceptions import InvalidEvent
-from verdictflow.models.codec import DEFAULT_MAX_EVENT_BYTES, decode, encode
+from verdictflow.models.codec import DEFAULT_MAX_EVENT_BYTES, encode
 from verdictflow.models.dead_letter import DeadLetter
-from verdictflow.models.events import AnswerEvent
 from verdictflow.models.verdicts import Verdict
+from verdictflow.pipelines.answers import answer_outputs
+from verdictflow.pipelines.groups import apply_group_message
 from verdictflow.scoring_setup import Scoring
-from verdictflow.streams.records import Record, dead_letter
+from verdictflow.streams.records import Record
+from verdictflow.streams.topics import CONSISTENCY_GROUPS, DEAD_LETTERS
 
 T = TypeVar("T")
 
@@ -44,43 +45,37 @@ def evaluate_answers(
 ) -> Iterator[Output]:
     """Verdicts and dead letters for raw JSONL lines, in the order they become final.
 
-    Lines are parsed ``chunk_size`` at a time (one ``nlp.pipe`` per chunk, as the agent does
-    per batch); outputs keep input order.
+    Each chunk of ``chunk_size`` lines goes through the answers agents' pipeline
+    (:func:`~verdictflow.pipelines.answers.answer_outputs`, every kind, one ``nlp.pipe`` per
+    chunk as the agent does per batch); its consistency messages go to an in-memory group store
+    as the consistency agent's would.
     """
     ctx = scoring.ctx
     # Offline there is no wall clock: every answer arrives at time 0 and the end of the input
     # closes the windows still open (closed_by: window), as if their time had come.
     store = vg.GroupStore({}, ctx, forget_seconds=math.inf)
-    for chunk in _chunks(_decoded(lines, source, max_bytes), chunk_size):
-        events = [item for item in chunk if isinstance(item, AnswerEvent)]
-        scored = iter(score_answers(events, ctx, scoring.analyzer))
-        for item in chunk:
-            if isinstance(item, DeadLetter):
-                yield Output(dead_letter=item)
-                continue
-            for verdict in next(scored):
-                yield Output(verdict=verdict)
-            if vg.is_self_contained(item):
-                yield Output(verdict=vg.score_self_contained(item, ctx))
-            elif (closed := store.on_answer(item, log_time=0.0)) is not None:
-                yield Output(verdict=closed)
+    for chunk in _chunks(_records(lines, source), chunk_size):
+        results = answer_outputs(chunk, ctx, scoring.analyzer, max_bytes=max_bytes, tier=None)
+        for topic, _key, value in (output for outputs in results for output in outputs):
+            if topic == CONSISTENCY_GROUPS:
+                if (closed := apply_group_message(store, value, now=0.0)) is not None:
+                    yield Output(verdict=closed)
+            elif topic == DEAD_LETTERS:
+                yield Output(dead_letter=DeadLetter.model_validate_json(value))
+            else:
+                yield Output(verdict=Verdict.model_validate_json(value))
     for key in list(store.table):
         if (closed := store.on_close(key, math.inf)) is not None:
             yield Output(verdict=closed)
 
 
-def _decoded(
-    lines: Iterable[bytes], source: str, max_bytes: int
-) -> Iterator[AnswerEvent | DeadLetter]:
+def _records(lines: Iterable[bytes], source: str) -> Iterator[Record]:
+    """Non-blank lines as records of topic ``source``, numbered from 1 as offsets (so a dead
+    letter names its line)."""
     for line_no, raw in enumerate(lines, start=1):
         raw = raw.rstrip(b"\r\n")
-        if not raw.strip():
-            continue
-        record = Record(topic=source, partition=None, offset=line_no, key=None, value=raw)
-        try:
-            yield decode(raw, AnswerEvent, max_bytes=max_bytes)
-        except InvalidEvent as exc:
-            yield dead_letter(record, exc)
+        if raw.strip():
+            yield Record(topic=source, partition=None, offset=line_no, key=None, value=raw)
 
 
 def _chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:

@@ -21,9 +21,9 @@ from verdictflow.evaluators.judge.verdicts import JudgeConfig, JudgeContext, Par
 from verdictflow.exceptions import VerdictflowError
 from verdictflow.models.codec import DEFAULT_MAX_EVENT_BYTES
 from verdictflow.models.verdicts import JudgeVerdict
+from verdictflow.pipelines.summaries import MAX_BATCH, judge_records
 from verdictflow.streams.records import Record
 from verdictflow.streams.topics import DEAD_LETTERS
-from verdictflow.summary_scoring import MAX_BATCH, judge_records
 
 
 def _records(lines: Iterable[bytes], source: str) -> Iterator[Record]:
@@ -73,7 +73,7 @@ def run_cli(
     """The body of ``verdictflow eval summaries`` (kept here so cli.py stays a thin hook);
     ``config`` is the policy's ``judge`` section (default thresholds without one)."""
     from verdictflow.evaluators.judge.verdicts import ALL_JUDGES
-    from verdictflow.summary_scoring import spacy_parser
+    from verdictflow.pipelines.summaries import spacy_parser
 
     choices: dict[str, list[str]] = {"both": list(ALL_JUDGES), **{j: [j] for j in ALL_JUDGES}}
     if judge is not None and judge not in choices:

@@ -12,8 +12,8 @@ from verdictflow.evaluators.judge.toxicity import MILD_PROFANITY, bias_toxicity,
 from verdictflow.evaluators.judge.verdicts import JudgeConfig, JudgeContext, score_batch
 from verdictflow.models.events import SummaryEvent
 from verdictflow.nlp import load_pipeline, pipeline_version
+from verdictflow.pipelines.summaries import judge_records
 from verdictflow.streams.records import Record
-from verdictflow.summary_scoring import judge_records
 
 ARTICLE = (
     "The city council approved a new budget of 5 million dollars on Monday. "

@@ -8,18 +8,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from verdictflow.agents.isolation import score_isolating_failures
 from verdictflow.evaluators.judge.text import parse_all
 from verdictflow.evaluators.judge.verdicts import JudgeContext, Parser, score_batch
 from verdictflow.exceptions import InvalidEvent
 from verdictflow.models.codec import decode, encode
 from verdictflow.models.events import SummaryEvent
+from verdictflow.pipelines import Output
+from verdictflow.pipelines.isolation import score_isolating_failures
 from verdictflow.streams.records import Record, dead_letter
 from verdictflow.streams.topics import DEAD_LETTERS, verdict_topic
 
 logger = logging.getLogger(__name__)
 
-Output = tuple[str, str, bytes]
 #: Summaries per batch at most: a batch of long articles is seconds of spaCy work.
 MAX_BATCH = 64
 

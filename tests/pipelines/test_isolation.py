@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from verdictflow.agents.isolation import score_isolating_failures
 from verdictflow.exceptions import InvalidEvent
+from verdictflow.pipelines.isolation import score_isolating_failures
 
 
 def double_unless_thirteen(items: Sequence[int]) -> list[int]:
