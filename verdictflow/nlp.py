@@ -118,5 +118,9 @@ class LazyPipeline:
     def __init__(self, components: Iterable[str] = FULL_COMPONENTS) -> None:
         self.components = tuple(components)
 
+    def load(self) -> Any:
+        """The loaded pipeline (loading it now if no call has yet)."""
+        return load_pipeline(self.components)
+
     def pipe(self, texts: Iterable[str], **kwargs: Any) -> Any:
-        return load_pipeline(self.components).pipe(texts, **kwargs)
+        return self.load().pipe(texts, **kwargs)

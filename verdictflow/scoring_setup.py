@@ -35,6 +35,7 @@ def load_scoring(policy: Policy, idf_stats: str | Path | None = "default") -> Sc
         LazyPipeline(COMPONENTS),
         entity_anchors=policy.hallucination.entity_anchors,
         term_anchors=policy.hallucination.term_anchors,
+        context_index=policy.hallucination.context_index,
     )
     relevance.analyze("warm up")  # import scikit-learn now, not inside the first batch
     return Scoring(ctx, analyzer)

@@ -1,10 +1,14 @@
-"""Parse a batch of answers and their contexts with spaCy, once, for the hallucination check.
+"""Parse a batch of answers with spaCy, once, and index their contexts, for the hallucination
+check.
 
-One ``nlp.pipe`` call over the batch's answers and one over its distinct, not yet indexed
-contexts: spaCy's per-call overhead and its batching of the neural components are paid per
-batch, not per event. Context indexes are kept in a bounded LRU keyed by the context text,
-since retrieval returns the same documents again and again; an index depends only on the text,
-so caching cannot change a verdict.
+Answers go through one ``nlp.pipe`` call per batch (spaCy's per-call overhead and its batching
+of the neural components are paid per batch, not per event). Contexts are only looked up, so
+by default (``hallucination.context_index: lexical``) they never go through the neural
+pipeline: :mod:`~verdictflow.evaluators.context_index` builds their index from the tokenizer,
+a rule-based sentencizer and the rule lemmatizer, and ``parse`` (the former path) runs the
+full pipeline over them. Indexes are cached by the context's content hash, bounded by bytes of
+context text, since retrieval returns the same documents again and again; an index depends
+only on the text and the mode, so caching cannot change a verdict.
 
 Deterministic but not pure in the strict sense: it holds the loaded pipeline, which drivers
 load once per process (``verdictflow.nlp.load_pipeline``) and pass in.
@@ -12,12 +16,14 @@ load once per process (``verdictflow.nlp.load_pipeline``) and pass in.
 
 from __future__ import annotations
 
+import hashlib
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from verdictflow.evaluators.anchors import Anchor, HedgedClaim, extract_anchors
+from verdictflow.evaluators.context_index import ContextIndexer
 from verdictflow.evaluators.evidence_index import (
     EvidenceIndex,
     build_evidence_index,
@@ -39,8 +45,46 @@ class ParsedAnswer:
     contexts: tuple[EvidenceIndex, ...]
 
 
+class ContextCache:
+    """Evidence indexes by the SHA-256 of their context text, least recently used first out,
+    bounded by the bytes of context text they index (an index is a few times its text).
+    ``hits``, ``misses`` and ``bytes`` feed the worker's metrics."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self.hits = 0
+        self.misses = 0
+        self._entries: OrderedDict[bytes, EvidenceIndex] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @staticmethod
+    def key(text: str) -> bytes:
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+
+    def get(self, key: bytes) -> EvidenceIndex | None:
+        index = self._entries.get(key)
+        if index is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        self._entries.move_to_end(key)
+        return index
+
+    def put(self, key: bytes, index: EvidenceIndex) -> None:
+        if key in self._entries:
+            return
+        self._entries[key] = index
+        self.bytes += len(index.text)
+        while self.bytes > self.max_bytes and len(self._entries) > 1:
+            _, evicted = self._entries.popitem(last=False)
+            self.bytes -= len(evicted.text)
+
+
 class AnswerAnalyzer:
-    """Batch parser with a bounded cache of context evidence indexes."""
+    """Batch parser of answers, with a bounded cache of context evidence indexes."""
 
     def __init__(
         self,
@@ -48,36 +92,44 @@ class AnswerAnalyzer:
         *,
         entity_anchors: bool = True,
         term_anchors: str = "always",
-        cache_size: int = 4096,
+        context_index: str = "lexical",
+        cache_bytes: int = 64 * 1024 * 1024,
         batch_size: int = 64,
     ) -> None:
         self.nlp = nlp
         self.entity_anchors = entity_anchors
         self.term_anchors = term_anchors
+        self.context_index = context_index
         self.batch_size = batch_size
-        self._cache: OrderedDict[str, EvidenceIndex] = OrderedDict()
-        self._cache_size = cache_size
+        self.cache = ContextCache(cache_bytes)
+        self._indexer: ContextIndexer | None = None
+
+    def _index_missing(self, texts: Sequence[str]) -> list[EvidenceIndex]:
+        if self.context_index == "parse":
+            docs = self.nlp.pipe(texts, batch_size=self.batch_size)
+            return [build_evidence_index(doc) for doc in docs]
+        if self._indexer is None:
+            loaded = self.nlp.load() if hasattr(self.nlp, "load") else self.nlp
+            self._indexer = ContextIndexer(loaded)
+        return [self._indexer.index(text) for text in texts]
 
     def _indexes(self, texts: Sequence[str]) -> dict[str, EvidenceIndex]:
         found: dict[str, EvidenceIndex] = {}
-        missing: dict[str, None] = {}  # insertion-ordered set: parse order stays input order
+        missing: dict[str, bytes] = {}  # insertion-ordered: index order stays input order
         for text in texts:
-            if text in found:
+            if text in found or text in missing:
                 continue
-            cached = self._cache.get(text)
+            key = self.cache.key(text)
+            cached = self.cache.get(key)
             if cached is not None:
-                self._cache.move_to_end(text)
                 found[text] = cached
             else:
-                missing[text] = None
-        for text, doc in zip(
-            missing, self.nlp.pipe(missing, batch_size=self.batch_size), strict=True
+                missing[text] = key
+        for (text, key), index in zip(
+            missing.items(), self._index_missing(list(missing)), strict=True
         ):
-            index = build_evidence_index(doc)
             found[text] = index
-            self._cache[text] = index
-        while len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
+            self.cache.put(key, index)
         return found
 
     def analyze(self, events: Sequence[AnswerEvent]) -> list[ParsedAnswer]:

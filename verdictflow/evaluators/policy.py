@@ -68,6 +68,11 @@ class HallucinationPolicy(_Strict):
     #: QAGS and HaluEval (docs/verdicts/hallucination.md, validation), at the price of
     #: diluting one wrong number in a long answer.
     term_anchors: Literal["always", "fallback"] = "always"
+    #: ``lexical``: contexts are indexed without the neural pipeline (tokenizer, rule-based
+    #: sentences and lemmas; ``evaluators/context_index``), ~10x cheaper per character;
+    #: ``parse``: the full spaCy parse of every context, as before (docs/verdicts/hallucination.md
+    #: compares the two).
+    context_index: Literal["lexical", "parse"] = "lexical"
 
 
 class EvidencePolicy(_Strict):

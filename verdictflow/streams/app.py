@@ -171,6 +171,8 @@ def create_apps(
     """The apps of ``settings.tier`` (``all``: lexical then NLP), sharing one scoring setup."""
     tiers = [Tier.LEXICAL, Tier.NLP] if settings.tier == "all" else [Tier(settings.tier)]
     scoring = load_scoring(policy, settings.idf_stats)
+    if metrics is not None and Tier.NLP in tiers:
+        metrics.watch_context_cache(scoring.analyzer.cache)
     return [
         create_app(settings, policy, scoring=scoring, metrics=metrics, tier=t, guard_topics=i == 0)
         for i, t in enumerate(tiers)

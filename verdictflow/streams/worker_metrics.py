@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from faust.sensors import Monitor
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
-from prometheus_client.core import CounterMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 if TYPE_CHECKING:
@@ -164,6 +164,10 @@ class WorkerMetrics:
                 self.lag.labels(*labels).set(max(0, end - done))
                 held.add(labels)
 
+    def watch_context_cache(self, cache: Any) -> None:
+        """Export the NLP tier's context cache (:class:`ContextCacheCollector`)."""
+        self.registry.register(ContextCacheCollector(cache))
+
     def serve(self, port: int, host: str = "0.0.0.0") -> None:
         """Expose ``/metrics`` on ``host:port`` from a daemon thread."""
         start_http_server(port, addr=host, registry=self.registry)
@@ -213,6 +217,32 @@ class _InputCollector(Collector):  # type: ignore[misc]
             for topic, n in sorted(dict(monitor.messages_received_by_topic).items()):
                 family.add_metric([group, self._metrics.short(topic)], n)
         yield family
+
+
+class ContextCacheCollector(Collector):  # type: ignore[misc]
+    """The NLP tier's context-index cache (``evaluators/answer_analysis.ContextCache``), read at
+    scrape time: ``vf_context_cache_{hits,misses}_total``, ``vf_context_cache_bytes`` (context
+    text indexed) and ``vf_context_cache_entries``. hits / (hits + misses) is the share of
+    contexts that did not need indexing."""
+
+    def __init__(self, cache: Any) -> None:
+        self._cache = cache
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        cache = self._cache
+        yield CounterMetricFamily(
+            "vf_context_cache_hits", "Contexts found indexed in the cache", value=cache.hits
+        )
+        yield CounterMetricFamily(
+            "vf_context_cache_misses", "Contexts indexed (not in the cache)", value=cache.misses
+        )
+        yield GaugeMetricFamily(
+            "vf_context_cache_bytes", "Bytes of context text whose index is cached",
+            value=cache.bytes,
+        )  # fmt: skip
+        yield GaugeMetricFamily(
+            "vf_context_cache_entries", "Context indexes in the cache", value=len(cache)
+        )
 
 
 class MeteredOutbox:
