@@ -11,8 +11,9 @@ documents recur as they do in production. Seeded: the same traffic on every run.
 Three figures, answers/s:
 1. raw ``nlp.pipe`` (the NLP tier's components, batch 64) over the answers alone: the ceiling;
 2. offline: ``score_answers`` for the NLP tier over the same events, in this process;
-3. end to end: the events produced to an embedded broker and a ``verdictflow worker --tier nlp``
-   process, from its first to its last hallucination verdict, and its peak RSS.
+3. end to end: a ``verdictflow worker --tier nlp`` process on an embedded broker, up and warm
+   (one answer scored), then every event produced at once: events / (last verdict - start of
+   the replay), and the worker's peak RSS.
 
     python bench/rag_nlp_tier.py [--n 600] [--pool 450] [--mode lexical|parse]
 """
@@ -21,15 +22,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import random
 import re
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import orjson
-from answers_throughput import fresh_settings, machine, output_span, run_process, worker_cmd
+from aiokafka import AIOKafkaConsumer
+from answers_throughput import fresh_settings, machine, run_process, worker_cmd
 
 from verdictflow.evaluators.answer_analysis import COMPONENTS
 from verdictflow.evaluators.answer_batch import score_answers
@@ -122,24 +126,58 @@ def peak_rss_mib(pid: int) -> float:
     return float("nan")
 
 
+async def last_verdict_time(
+    settings: Any, want: int, skip: str, timeout: float
+) -> tuple[int, float]:
+    """Read ``verdicts.hallucination`` from the beginning until ``want`` verdicts other than
+    ``skip``'s; return (count, newest record timestamp in seconds)."""
+    consumer = AIOKafkaConsumer(
+        settings.topic_prefix + "verdicts.hallucination",
+        bootstrap_servers=settings.bootstrap_servers,
+        group_id=None,
+        auto_offset_reset="earliest",
+    )
+    await consumer.start()
+    count, newest = 0, 0.0
+    deadline = time.monotonic() + timeout
+    try:
+        while count < want and time.monotonic() < deadline:
+            for records in (await consumer.getmany(timeout_ms=500)).values():
+                for record in records:
+                    if orjson.loads(record.value)["input_id"] != skip:
+                        count += 1
+                        newest = max(newest, record.timestamp / 1000)
+    finally:
+        await consumer.stop()
+    return count, newest
+
+
 def end_to_end_rate(events: list[AnswerEvent], policy_path: Path, tmp: Path) -> tuple[float, float]:
+    """A worker that is up and has loaded spaCy (one warm-up answer scored), then every event
+    produced at once: answers / (last verdict - start of the replay). The whole backlog is
+    counted, the first batch included."""
+    warm_up = events[0].model_copy(update={"id": "warm-up", "request_id": "warm-up"})
     lines = [encode(e) for e in events]
     with EmbeddedBroker(log_path=tmp / "tansu.log") as broker:
         settings = fresh_settings(broker.url, tmp, "embedded", 4)
         settings = settings.model_copy(update={"policy": policy_path})
         asyncio.run(ensure_topics(settings))
-        asyncio.run(replay(lines, "answers", settings))
         proc = run_process(worker_cmd("nlp"), settings, tmp / "nlp.log")
         try:
-            topic = settings.topic_prefix + "verdicts.hallucination"
-            count, span = asyncio.run(output_span(settings, [topic], len(lines), 1200))
+            asyncio.run(replay([encode(warm_up)], "answers", settings))
+            ready, _ = asyncio.run(last_verdict_time(settings, 1, "", 300))
+            if not ready:
+                raise SystemExit(f"the worker never scored the warm-up answer; logs in {tmp}")
+            start = time.time()
+            asyncio.run(replay(lines, "answers", settings))
+            count, last = asyncio.run(last_verdict_time(settings, len(lines), "warm-up", 1200))
             rss = peak_rss_mib(proc.pid)
         finally:
             proc.terminate()
             proc.wait(30)
     if count < len(lines):
         raise SystemExit(f"only {count}/{len(lines)} verdicts; logs in {tmp}")
-    return count / span, rss
+    return count / (last - start), rss
 
 
 def main() -> None:
@@ -150,6 +188,7 @@ def main() -> None:
     parser.add_argument("--mode", choices=["lexical", "parse"], default="lexical",
                         help="hallucination.context_index of the policy")  # fmt: skip
     args = parser.parse_args()
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)  # reconnect noise at broker stop
     events = rag_events(args.data, args.n, args.pool)
     distinct = {c.text for e in events for c in e.context_passages}
     answer_chars = sum(len(e.answer) for e in events) / len(events)

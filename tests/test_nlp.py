@@ -39,3 +39,27 @@ def test_scoring_setup_does_not_load_spacy_until_a_parse() -> None:
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["False", "False", "True"]
+
+
+def test_lemma_index_as_sets_gives_the_models_own_lemmas() -> None:
+    """The index tables become frozensets for speed (``nlp._index_tables_as_sets``); the
+    lemmas must be those of the model as shipped, for every part of speech."""
+    from verdictflow.nlp import _import_model
+
+    text = (
+        "The mice were running faster than the studies predicted; she'd written better "
+        "analyses of the leaves, geese and criteria, and they're hoping the indices rose."
+    )
+    patched = load_pipeline(COMPONENTS)
+    shipped = _import_model().load()
+    lookups = patched.get_pipe("lemmatizer").lookups.get_table("lemma_index")
+    assert all(isinstance(lookups.get(pos), frozenset) for pos in ("noun", "verb", "adj"))
+    assert [t.lemma_ for t in patched(text)] == [t.lemma_ for t in shipped(text)]
+    shipped_lemmatizer = shipped.get_pipe("lemmatizer")
+    patched_lemmatizer = patched.get_pipe("lemmatizer")
+    for token in patched.make_doc(text):
+        for pos in ("NOUN", "VERB", "ADJ"):
+            token.pos_ = pos
+            assert patched_lemmatizer.rule_lemmatize(token) == shipped_lemmatizer.rule_lemmatize(
+                token
+            ), (token.text, pos)

@@ -61,11 +61,28 @@ def _split_glued_sentences(nlp: Any) -> None:
     nlp.tokenizer.infix_finditer = compile_infix_regex(infixes).finditer
 
 
+def _index_tables_as_sets(nlp: Any) -> None:
+    """The rule lemmatizer checks each candidate form against the model's ``lemma_index``
+    tables, which the model package stores as lists (57,528 nouns): a linear scan per check,
+    ~0.2-0.7 ms per word. The same forms as frozensets give the same answers in O(1)."""
+    if "lemmatizer" not in nlp.pipe_names:
+        return
+    lookups = nlp.get_pipe("lemmatizer").lookups
+    if not lookups.has_table("lemma_index"):
+        return
+    index = lookups.get_table("lemma_index")
+    for pos in list(index.keys()):
+        forms = index.get(pos)
+        if isinstance(forms, list):
+            index[pos] = frozenset(forms)
+
+
 @lru_cache(maxsize=4)
 def _load(components: tuple[str, ...]) -> Any:
     module = _import_model()
     nlp = module.load()
     _split_glued_sentences(nlp)
+    _index_tables_as_sets(nlp)
     unused = [name for name in nlp.pipe_names if name not in components]
     if unused:
         nlp.select_pipes(disable=unused)
