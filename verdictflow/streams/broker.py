@@ -16,7 +16,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from importlib import resources
 from pathlib import Path
 from types import TracebackType
@@ -63,6 +63,20 @@ def free_port(host: str = "127.0.0.1") -> int:
         return port
 
 
+@contextlib.contextmanager
+def _quiet_connection_errors() -> Iterator[None]:
+    """aiokafka logs each refused connection at ERROR; while waiting for a broker to come up,
+    a refusal is the expected answer, and the error that matters is the one raised at the
+    deadline."""
+    client_logger = logging.getLogger("aiokafka")
+    level = client_logger.level
+    client_logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        client_logger.setLevel(level)
+
+
 async def wait_for_kafka(
     bootstrap: str, timeout: float = _START_TIMEOUT_S, security: Mapping[str, Any] | None = None
 ) -> None:
@@ -74,20 +88,21 @@ async def wait_for_kafka(
 
     deadline = time.monotonic() + timeout
     last_error: Exception | None = None
-    while time.monotonic() < deadline:
-        admin = AIOKafkaAdminClient(
-            bootstrap_servers=bootstrap, request_timeout_ms=2000, **(security or {})
-        )
-        try:
-            await admin.start()
-            await admin.list_topics()
-            return
-        except Exception as exc:  # the broker is still starting: any error means "not yet"
-            last_error = exc
-            await asyncio.sleep(0.2)
-        finally:
-            with contextlib.suppress(Exception):
-                await admin.close()
+    with _quiet_connection_errors():
+        while time.monotonic() < deadline:
+            admin = AIOKafkaAdminClient(
+                bootstrap_servers=bootstrap, request_timeout_ms=2000, **(security or {})
+            )
+            try:
+                await admin.start()
+                await admin.list_topics()
+                return
+            except Exception as exc:  # the broker is still starting: any error means "not yet"
+                last_error = exc
+                await asyncio.sleep(0.2)
+            finally:
+                with contextlib.suppress(Exception):
+                    await admin.close()
     raise BrokerError(
         f"no Kafka broker answered at {bootstrap} within {timeout:.0f}s: {last_error}"
     )
