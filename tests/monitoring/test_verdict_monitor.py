@@ -81,6 +81,13 @@ def test_monitor_puts_judge_scores_on_their_own_scale():
               le="8.0")
         == 1
     )  # fmt: skip
+    # A judge this version does not know is still on the 0-10 scale, not in the 0-1 buckets.
+    m.observe("vf.verdicts.judge", verdict(2, kind="judge", score=7.5, judge="new_judge"))
+    assert (
+        value(m, "vf_monitor_judge_score_bucket", judge="new_judge", model="none", tenant="none",
+              le="8.0")
+        == 1
+    )  # fmt: skip
 
 
 @given(st.text(max_size=40), st.sampled_from(list(Decision)))

@@ -53,8 +53,6 @@ from verdictflow.evaluators.quantities import (
 LEMMA_POS = ("NOUN", "VERB", "ADJ")
 #: Distinct words whose lemmas are kept (a language's working vocabulary; cleared when full).
 LEMMA_CACHE_WORDS = 500_000
-#: Identifies this index in the config digest: a change here can move a verdict.
-VERSION = "vf-context-index/1:tokenizer+sentencizer+rule-lemmas(noun,verb,adj)+exceptions+norms"
 
 _NEGATIONS = frozenset({"not", "n't", "never", "nt"})
 _SCALE_WORDS = frozenset(

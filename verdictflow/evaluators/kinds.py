@@ -86,7 +86,6 @@ class KindSpec:
     direction: Direction
     scale: float  # the score's upper bound: 1 for answer kinds, 10 for judges
     doc: str  # the kind's page, relative to the repository root
-    summary: str  # one line: what the score says
     tier: Tier | None = None
     needs: frozenset[Need] = frozenset()
     #: Perturbations calibration measures the threshold's margin under (None: all of them;
@@ -159,7 +158,6 @@ KINDS: tuple[KindSpec, ...] = (
         "higher",
         1.0,
         "docs/verdicts/groundedness.md",
-        "share of the answer's tokens found in its contexts (Q1, spec 001)",
         tier=Tier.LEXICAL,
         score=_lexical(score_groundedness),
     ),
@@ -171,7 +169,6 @@ KINDS: tuple[KindSpec, ...] = (
         "higher",
         1.0,
         "docs/verdicts/relevance.md",
-        "(TF-IDF cosine + Jaccard) / 2 of query and answer (spec 003)",
         tier=Tier.LEXICAL,
         needs=frozenset({Need.BACKGROUND_STATS}),
         score=_lexical(score_relevance),
@@ -184,7 +181,6 @@ KINDS: tuple[KindSpec, ...] = (
         "higher",
         1.0,
         "docs/verdicts/completeness.md",
-        "share of the query's keywords the answer contains (spec 003)",
         tier=Tier.LEXICAL,
         score=_lexical(score_completeness),
     ),
@@ -196,7 +192,6 @@ KINDS: tuple[KindSpec, ...] = (
         "lower",
         1.0,
         "docs/verdicts/hallucination.md",
-        "share of the answer's anchors its contexts do not support (spec 003)",
         tier=Tier.NLP,
         needs=frozenset({Need.SPACY}),
         perturbations=_CASED_MODEL,
@@ -210,7 +205,6 @@ KINDS: tuple[KindSpec, ...] = (
         "higher",
         1.0,
         "docs/verdicts/consistency.md",
-        "agreement among a request's answer variants (Q2, spec 001)",
         score=_lexical(score_self_contained),
     ),
     *(
@@ -222,12 +216,11 @@ KINDS: tuple[KindSpec, ...] = (
             "higher",
             10.0,
             "docs/verdicts/judge.md",
-            f"{title}: mean of five rubric metrics of a summary, 0-10 (spec 002)",
             needs=frozenset({Need.SPACY}),
             perturbations=_CASED_MODEL,
             judge=judge,
         )
-        for judge, title in (("twin_lock", "Twin-Lock"), ("judge_lock", "Judge-Lock"))
+        for judge in ("twin_lock", "judge_lock")
     ),
 )
 
@@ -251,13 +244,6 @@ def spec_for(name: str) -> KindSpec:
 def answer_kinds(tier: Tier | None = None) -> tuple[KindSpec, ...]:
     """The per-answer kinds one tier emits, in emission order; every tier's for ``None``."""
     return tuple(s for s in KINDS if s.scope is Scope.ANSWER and (tier is None or s.tier is tier))
-
-
-def series_of(verdict: Verdict) -> KindSpec:
-    """The entry a verdict belongs to (for a judge verdict, its judge's)."""
-    if isinstance(verdict, JudgeVerdict):
-        return spec_for(f"judge.{verdict.judge}")
-    return spec_for(verdict.kind.value)
 
 
 def series_name(kind: str, judge: object = None) -> str:

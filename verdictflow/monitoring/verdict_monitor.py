@@ -29,7 +29,7 @@ from typing import Any
 import orjson
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-from verdictflow.evaluators.kinds import BY_NAME, KINDS, series_name
+from verdictflow.evaluators.kinds import KINDS
 from verdictflow.models.verdicts import Decision, VerdictKind
 from verdictflow.scoring_jobs.tail import tail
 from verdictflow.streams.settings import Settings
@@ -132,6 +132,8 @@ class VerdictMonitor:
         self._tenants = LabelCap(max_label_values)
         self._recent = RecentIds(dedup_window)
         self._newest_ts: dict[str, float] = {}
+        #: The score scale of each verdict topic's kinds (1, or 10 for the judges).
+        self._scales = {spec.kind.value: spec.scale for spec in KINDS}
         self._counts: dict[str, dict[str, int]] = {
             spec.kind.value: dict.fromkeys(Decision, 0) for spec in KINDS
         }
@@ -154,9 +156,8 @@ class VerdictMonitor:
         model, tenant = self._models(verdict.get("model")), self._tenants(verdict.get("tenant"))
         self.verdicts.labels(kind, decision, model, tenant).inc()
         if isinstance(score, int | float):
-            spec = BY_NAME.get(series_name(kind, verdict.get("judge")))
-            if spec is not None and spec.scale != 1.0:  # the judges' 0-10 scale
-                judge = str(spec.judge or NONE)[:40]
+            if self._scales[kind] != 1.0:  # the judges' 0-10 scale, whatever the judge
+                judge = str(verdict.get("judge") or NONE)[:40]
                 self.judge_score.labels(judge, model, tenant).observe(score)
             else:
                 self.score.labels(kind, model, tenant).observe(score)

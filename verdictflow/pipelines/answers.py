@@ -68,13 +68,13 @@ def answer_outputs(
     )
     results: list[list[Output]] = []
     for record, item in zip(records, decoded, strict=True):
+        if isinstance(item, InvalidEvent) and tier is Tier.NLP:
+            results.append([])  # dead-lettered by the lexical tier
+            continue
         outputs = next(scored) if isinstance(item, AnswerEvent) else item
         if isinstance(outputs, InvalidEvent):
-            dead = tier is not Tier.NLP or isinstance(item, AnswerEvent)
             outputs = [(DEAD_LETTERS, record.topic, encode(dead_letter(record, outputs)))]
-            results.append(outputs if dead else [])
-        else:
-            results.append(outputs)
+        results.append(outputs)
     return results
 
 
