@@ -35,7 +35,7 @@ from verdictflow.scoring_setup import Scoring, load_scoring
 ROOT = Path(__file__).resolve().parent.parent
 #: Kinds validated, in output order. Hallucination is turned into 1 - score, so that for every
 #: kind higher means "better grounded" and DEFER (None) scores 0, i.e. never passes.
-KINDS = ("groundedness", "hallucination", "relevance", "completeness")
+KINDS = ("groundedness", "hallucination", "relevance", "completeness", "faithfulness")
 
 
 def groundedness_figures(data: Path) -> dict[str, float]:

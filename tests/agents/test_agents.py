@@ -91,7 +91,7 @@ async def test_lexical_answers_agent_scores_and_dead_letters(built):
     assert dead["raw"] == '{"id": "bad", "answer": '
 
 
-async def test_nlp_answers_agent_emits_hallucination_only_and_leaves_dead_letters_to_lexical():
+async def test_nlp_answers_agent_emits_its_kinds_only_and_leaves_dead_letters_to_lexical():
     """The NLP tier is its own app and consumer group (``<app id>-nlp``); a malformed record
     is dead-lettered once, by the lexical tier."""
     outbox = RecordingOutbox()
@@ -104,11 +104,12 @@ async def test_nlp_answers_agent_emits_hallucination_only_and_leaves_dead_letter
     async with agent(app, "vf-answers-nlp").test_context() as ctx:
         await ctx.put(orjson.dumps(good), key=b"a1")
         await ctx.put(b'{"id": "bad", "answer": ', key=b"bad")
-        await wait_for(outbox, 1, timeout=30)
+        await wait_for(outbox, 2, timeout=30)
         await asyncio.sleep(0.2)
-    assert [t for t, _, _ in outbox.sent] == ["verdicts.hallucination"]
-    (verdict,) = sent_json(outbox, "verdicts.hallucination")
-    assert (verdict["input_id"], verdict["decision"]) == ("a1", "PASS")
+    assert [t for t, _, _ in outbox.sent] == ["verdicts.hallucination", "verdicts.faithfulness"]
+    for topic in ("verdicts.hallucination", "verdicts.faithfulness"):
+        (verdict,) = sent_json(outbox, topic)
+        assert (verdict["input_id"], verdict["decision"]) == ("a1", "PASS")
 
 
 async def test_answers_agent_forwards_events_that_need_collection(built):

@@ -42,7 +42,7 @@ def test_eval_is_byte_stable_across_processes(tmp_path):
 
     first, second = run(), run()
     assert first == second
-    assert first.count("\n") == 52  # 11 answers x 4 per-answer kinds + 8 consistency
+    assert first.count("\n") == 63  # 11 answers x 5 per-answer kinds + 8 consistency
 
 
 def test_eval_reports_malformed_lines_as_dead_letters():

@@ -58,7 +58,7 @@ def test_lexical_and_nlp_tiers_split_the_answer_kinds() -> None:
     lexical = [s.name for s in answer_kinds(Tier.LEXICAL)]
     nlp = [s.name for s in answer_kinds(Tier.NLP)]
     assert lexical == ["groundedness", "relevance", "completeness"]
-    assert nlp == ["hallucination"]
+    assert nlp == ["hallucination", "faithfulness"]
     assert [s.name for s in answer_kinds()] == lexical + nlp
     assert all(Need.SPACY not in s.needs for s in answer_kinds(Tier.LEXICAL))
 
@@ -99,7 +99,7 @@ def test_gate_space_flips_lower_is_better_and_scales_judges() -> None:
 
 def test_unknown_kind_names_the_choices() -> None:
     with pytest.raises(UnknownKindError, match=r"judge\.judge_lock"):
-        spec_for("faithfulness")
+        spec_for("fluency")
 
 
 def test_schemas_and_drift_topics_come_from_the_registry() -> None:

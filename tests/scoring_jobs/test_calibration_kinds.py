@@ -189,3 +189,29 @@ def test_cli_calibrates_hallucination_and_verdicts_follow_the_policy(tmp_path):
     }
     assert {k for k, d in decisions.items() if d is Decision.PASS} <= {"pass0", "pass1", "pass2"}
     assert all(decisions[f"fail{i}"] is Decision.FAIL for i in range(3))
+
+
+@pytest.mark.timeout(300)
+def test_cli_calibrates_faithfulness_higher_is_better(tmp_path):
+    context = "The Eiffel Tower opened in 1889 in Paris. It is 330 metres tall."
+    answers = {
+        "pass": ["The tower opened in 1889.", "It is 330 metres tall.", "It stands in Paris."],
+        "fail": ["The tower opened in 1925.", "It is 120 metres tall.", "It stands in Berlin."],
+    }
+    rows = [
+        {"id": f"{label}{i}", "answer": a, "contexts": [context], "label": label}
+        for label, texts in answers.items() for i, a in enumerate(texts)
+    ]  # fmt: skip
+    golden = tmp_path / "g.jsonl"
+    golden.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    out = tmp_path / "policy.yaml"
+    result = run_verdictflow(
+        "calibrate", golden, "--kind", "faithfulness", "--out", out, timeout=280
+    )
+    assert result.returncode == 0, result.stderr
+    assert "at least passes" in result.stderr
+    policy = load_policy(out)
+    record = policy.calibration["faithfulness"]
+    assert record.direction == "higher"
+    assert policy.faithfulness.threshold == record.threshold
+    assert record.expected_fpr == 0.0

@@ -37,6 +37,7 @@ COMMANDS: list[tuple[str, Callable[..., Any]]] = [
     ("tail", stream.tail),
     ("build-idf", offline_commands.build_idf),
     ("calibrate", offline_commands.calibrate),
+    ("train-faithfulness", offline_commands.train_faithfulness),
     ("schemas", offline_commands.schemas),
     ("api", api_command.api),
     ("dev", stream.dev),

@@ -14,6 +14,19 @@ from rich.console import Console
 from verdictflow.cli.options import IdfStatsOpt, PolicyOpt, err
 from verdictflow.evaluators.kinds import BY_NAME
 
+#: Training sets, by name (``scoring_jobs/faithfulness_data.LOADERS`` keys, kept here so the
+#: help text does not import the loaders).
+FAITHFULNESS_SETS = (
+    "summedits-news",
+    "summedits-podcast",
+    "summedits-samsum",
+    "summedits-scitldr",
+    "halueval-qa",
+    "qags-cnndm",
+    "qags-xsum",
+    "summeval",
+)
+
 
 def eval_answers(
     file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="JSONL AnswerEvents")],
@@ -140,6 +153,42 @@ def calibrate(
     if report is not None:
         for path in write_report(result, report):
             err.print(f"report: {path}")
+
+
+def train_faithfulness(
+    data: Annotated[
+        Path, typer.Option(file_okay=False, help="The shared data folder (../shared/data)")
+    ] = Path("../shared/data"),
+    out: Annotated[Path, typer.Option(help="Model file to write")] = Path(
+        "faithfulness_model.json"
+    ),
+    sets: Annotated[
+        str | None,
+        typer.Option(help="Comma-separated sets (default: all): " + ", ".join(FAITHFULNESS_SETS)),
+    ] = None,
+) -> None:
+    """Fit the faithfulness model on human-labelled data; write its file. Point a policy's
+    ``faithfulness.model`` at it (the packaged one is verdictflow/data/faithfulness_model.json)."""
+    from verdictflow.scoring_jobs.faithfulness_data import TrainingDataError, load_sets
+    from verdictflow.scoring_jobs.faithfulness_training import train
+
+    names = tuple(n.strip() for n in sets.split(",")) if sets else FAITHFULNESS_SETS
+    unknown = [n for n in names if n not in FAITHFULNESS_SETS]
+    if unknown:
+        raise typer.BadParameter(
+            f"unknown set(s) {', '.join(unknown)}; sets: {', '.join(FAITHFULNESS_SETS)}"
+        )
+    try:
+        labelled = load_sets(data, names)
+    except TrainingDataError as exc:
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from None
+    model = train(labelled, out)
+    err.print(
+        f"{out}: {out.stat().st_size} bytes, digest {model.digest[:16]}, threshold "
+        f"{model.threshold:.2f}, fitted on {sum(len(s.events) for s in labelled)} rows of "
+        f"{len(labelled)} sets"
+    )
 
 
 def schemas(

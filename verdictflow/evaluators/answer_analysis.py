@@ -29,6 +29,7 @@ from verdictflow.evaluators.evidence_index import (
     build_evidence_index,
     content_words,
 )
+from verdictflow.evaluators.faithfulness_signals import AnswerSentence, answer_sentences
 from verdictflow.models.events import AnswerEvent
 
 #: Components the hallucination check uses (the rest of the pipeline stays disabled).
@@ -37,12 +38,14 @@ COMPONENTS = ("tok2vec", "tagger", "parser", "attribute_ruler", "lemmatizer", "n
 
 @dataclass(frozen=True, slots=True)
 class ParsedAnswer:
-    """What the hallucination verdict needs from one answer and its contexts."""
+    """What the hallucination and faithfulness verdicts need from one answer and its contexts."""
 
     anchors: tuple[Anchor, ...]
     hedged: tuple[HedgedClaim, ...]
     content_words: tuple[str, ...]
     contexts: tuple[EvidenceIndex, ...]
+    #: The answer's sentences and content words, for the faithfulness signals.
+    sentences: tuple[AnswerSentence, ...] = ()
 
 
 class ContextCache:
@@ -146,6 +149,12 @@ class AnswerAnalyzer:
             )
             contexts = tuple(indexes[c.text] for c in event.context_passages if c.text.strip())
             parsed.append(
-                ParsedAnswer(tuple(anchors), tuple(hedged), tuple(content_words(doc)), contexts)
+                ParsedAnswer(
+                    tuple(anchors),
+                    tuple(hedged),
+                    tuple(content_words(doc)),
+                    contexts,
+                    answer_sentences(doc),
+                )
             )
         return parsed

@@ -15,6 +15,7 @@ import orjson
 
 from verdictflow.environment import environment_digest
 from verdictflow.evaluators.consistency import mean_pairwise_jaccard
+from verdictflow.evaluators.faithfulness_model import FaithfulnessModel, load_model
 from verdictflow.evaluators.groundedness import groundedness
 from verdictflow.evaluators.policy import Policy, defer, gate
 from verdictflow.evaluators.relevance import BackgroundStats
@@ -27,25 +28,29 @@ from verdictflow.models.verdicts import Decision, Reason, ReasonCode, Verdict, V
 class ScoringContext:
     """What scoring needs besides the input, built once per process from a policy.
 
-    ``background`` holds the relevance term statistics (None: every term weighs 1) and
-    ``nlp_version`` names the spaCy pipeline the hallucination anchors come from. Both can move a
-    verdict, so both go into ``config_digest`` with the policy digest.
+    ``background`` holds the relevance term statistics (None: every term weighs 1),
+    ``nlp_version`` names the spaCy pipeline the hallucination anchors come from and
+    ``faithfulness`` is the model file the policy names (read once per file and process). Each
+    can move a verdict, so each goes into ``config_digest`` with the policy digest.
     """
 
     policy: Policy
     background: BackgroundStats | None = None
     nlp_version: str | None = None
     tokenizer: Tokenizer = field(init=False)
+    faithfulness: FaithfulnessModel = field(init=False)
     config_digest: str = field(init=False)
     environment_digest: str = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tokenizer", self.policy.make_tokenizer())
         object.__setattr__(self, "environment_digest", environment_digest())
+        object.__setattr__(self, "faithfulness", load_model(self.policy.faithfulness.model))
         material = {
             "policy": self.policy.digest(),
             "background": self.background.digest if self.background is not None else None,
             "nlp": self.nlp_version,
+            "faithfulness_model": self.faithfulness.digest,
         }
         digest = hashlib.sha256(orjson.dumps(material, option=orjson.OPT_SORT_KEYS)).hexdigest()
         object.__setattr__(self, "config_digest", digest)

@@ -30,6 +30,7 @@ from verdictflow.evaluators.answer_quality_verdicts import (
     score_relevance,
 )
 from verdictflow.evaluators.answer_verdicts import ScoringContext, score_groundedness
+from verdictflow.evaluators.faithfulness import score_faithfulness
 from verdictflow.evaluators.policy import Policy
 from verdictflow.evaluators.variant_groups import score_self_contained
 from verdictflow.models.events import AnswerEvent, SummaryEvent
@@ -139,10 +140,15 @@ def _lexical(scorer: Callable[[AnswerEvent, ScoringContext], Verdict]) -> Answer
     return lambda event, _parsed, ctx: scorer(event, ctx)
 
 
-def _needs_parse(event: AnswerEvent, parsed: ParsedAnswer | None, ctx: ScoringContext) -> Verdict:
-    if parsed is None:
-        raise ValueError("hallucination needs the answer's parse")
-    return score_hallucination(event, parsed, ctx)
+def _parsed(
+    scorer: Callable[[AnswerEvent, ParsedAnswer, ScoringContext], Verdict],
+) -> AnswerScorer:
+    def score(event: AnswerEvent, parsed: ParsedAnswer | None, ctx: ScoringContext) -> Verdict:
+        if parsed is None:
+            raise ValueError(f"{scorer.__name__} needs the answer's parse")
+        return scorer(event, parsed, ctx)
+
+    return score
 
 
 #: Scorers on spaCy's cased model: case changes move entities, so they are not perturbations.
@@ -195,7 +201,20 @@ KINDS: tuple[KindSpec, ...] = (
         tier=Tier.NLP,
         needs=frozenset({Need.SPACY}),
         perturbations=_CASED_MODEL,
-        score=_needs_parse,
+        score=_parsed(score_hallucination),
+    ),
+    KindSpec(
+        "faithfulness",
+        VerdictKind.FAITHFULNESS,
+        Scope.ANSWER,
+        TIER_AGENTS[Tier.NLP],
+        "higher",
+        1.0,
+        "docs/verdicts/faithfulness.md",
+        tier=Tier.NLP,
+        needs=frozenset({Need.SPACY}),
+        perturbations=_CASED_MODEL,
+        score=_parsed(score_faithfulness),
     ),
     KindSpec(
         "consistency",

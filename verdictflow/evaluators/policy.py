@@ -75,6 +75,18 @@ class HallucinationPolicy(_Strict):
     context_index: Literal["lexical", "parse"] = "lexical"
 
 
+class FaithfulnessPolicy(_Strict):
+    """Higher is better: PASS at or above ``threshold``, the model's probability that the answer
+    is fully supported by its contexts. ``model`` is ``default`` (the packaged model) or the
+    path of a file ``verdictflow train-faithfulness`` wrote; its SHA-256 is in every verdict's
+    ``config_digest``. The default threshold is the packaged model's suggested one (the
+    probability that maximises balanced accuracy over its training sets, each weighted
+    equally; ``tests/evaluators/test_faithfulness.py`` keeps the two equal)."""
+
+    threshold: Unit = 0.51
+    model: str = "default"
+
+
 class EvidencePolicy(_Strict):
     """Caps on evidence lists, so a verdict stays small whatever the input size."""
 
@@ -161,6 +173,7 @@ class Policy(_Strict):
     relevance: RelevancePolicy = RelevancePolicy()
     completeness: CompletenessPolicy = CompletenessPolicy()
     hallucination: HallucinationPolicy = HallucinationPolicy()
+    faithfulness: FaithfulnessPolicy = FaithfulnessPolicy()
     judge: JudgePolicy = JudgePolicy()
     evidence: EvidencePolicy = EvidencePolicy()
     doc_quality: DocQualityPolicy = DocQualityPolicy()

@@ -23,6 +23,7 @@ class VerdictKind(StrEnum):
     HALLUCINATION = "hallucination"
     RELEVANCE = "relevance"
     COMPLETENESS = "completeness"
+    FAITHFULNESS = "faithfulness"
     JUDGE = "judge"
 
 
@@ -53,6 +54,8 @@ class ReasonCode(StrEnum):
     HEDGED_CLAIMS_FILTERED = "hedged_claims_filtered"
     TOPIC_DRIFT = "topic_drift"
     JUDGE_METRIC_ERROR = "judge_metric_error"
+    UNSUPPORTED_DETAIL = "unsupported_detail"  # faithfulness: a made-up or misplaced fact
+    WEAK_SUPPORT = "weak_support"  # faithfulness: the contexts back little of the answer
 
 
 class Reason(BaseModel):

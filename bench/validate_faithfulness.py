@@ -1,0 +1,191 @@
+"""Validate the faithfulness verdict on human labels no one here wrote (``../shared/data``).
+
+Every figure is out of sample: the model scoring a set was fitted without it.
+
+- **SummEdits, leave one domain out**: for each domain (news, podcast, samsum, scitldr) a model
+  is fitted on the three other domains and every non-SummEdits set; its threshold is the one
+  maximising balanced accuracy on the held-out domain's ``evaluation`` split, applied to its
+  ``test`` split (the data set's protocol). Balanced accuracy % and test ROC-AUC.
+- **HaluEval QA, QAGS CNN/DM, QAGS XSum, SummEval, leave one set out**: fitted on every other
+  set. HaluEval: ROC-AUC (DEFER = worst, and scored rows only); QAGS: Pearson and Kendall
+  against the share of supported sentences; SummEval: summary-level Kendall tau against expert
+  consistency (per article over its 16 summaries, averaged).
+
+Each next to today's 1 - hallucination and groundedness (Q1) on the same rows in the same run,
+and the published figures. Also printed: the cost of the new signals per answer (after the
+parse, which the NLP tier pays already) and the shipped model's file size.
+
+    python bench/validate_faithfulness.py [--data ../shared/data] [--json out.json]
+
+Deterministic: same data, same spaCy model, same figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.stats import kendalltau, pearsonr
+from sklearn.metrics import roc_auc_score
+
+from verdictflow.scoring_jobs.faithfulness_data import LOADERS, SUMMEDITS_DOMAINS, load_sets
+from verdictflow.scoring_jobs.faithfulness_training import (
+    Featurised,
+    balanced_accuracy,
+    featurise,
+    fit,
+    predict,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL_FILE = ROOT / "verdictflow" / "data" / "faithfulness_model.json"
+PUBLISHED_SUMMEDITS = {  # balanced accuracy, SummEdits README (news / podcast / samsum / scitldr)
+    "SummaC-Conv": (61.9, 58.1, 53.1, 59.7),
+    "QAFactEval": (74.4, 63.7, 66.2, 67.5),
+}
+PUBLISHED_OTHER = {
+    "halueval-qa": "ChatGPT given the knowledge: 76.83 % accuracy",
+    "qags-cnndm": "QAGS 0.545, ROUGE-2 0.459, BERTScore 0.576, UniEval 0.682 (Pearson)",
+    "qags-xsum": "QAGS 0.175, ROUGE-2 0.097, BERTScore 0.024, UniEval 0.461 (Pearson)",
+    "summeval": "ROUGE-1 0.130, BERTScore 0.090, UniEval 0.371, G-Eval-4 0.425 (Kendall)",
+}
+Vector = NDArray[np.float64]
+
+
+def worst_if_none(values: Sequence[float | None]) -> Vector:
+    return np.asarray([0.0 if v is None else v for v in values])
+
+
+def threshold_on(scores: Vector, positive: NDArray[np.bool_]) -> float:
+    """The threshold maximising balanced accuracy (lowest on ties)."""
+    best = (-1.0, 0.0)
+    for t in np.unique(scores):
+        value = balanced_accuracy(scores, positive, float(t))
+        if value > best[0]:
+            best = (value, float(t))
+    return best[1]
+
+
+def summedits_protocol(scores: Vector, item: Featurised) -> tuple[float, float]:
+    positive = item.targets >= 0.5
+    split = np.asarray(item.labelled.splits)
+    evaluation, test = split == "evaluation", split == "test"
+    t = threshold_on(scores[evaluation], positive[evaluation])
+    return (
+        100 * balanced_accuracy(scores[test], positive[test], t),
+        float(roc_auc_score(positive[test], scores[test])),
+    )
+
+
+def summary_level_tau(scores: Vector, item: Featurised) -> float:
+    by_doc: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for group, s, t in zip(item.labelled.groups, scores, item.targets, strict=True):
+        by_doc[group].append((float(s), float(t)))
+    taus = [
+        kendalltau([p[0] for p in pairs], [p[1] for p in pairs]).statistic
+        for pairs in by_doc.values()
+        if len({p[0] for p in pairs}) > 1 and len({p[1] for p in pairs}) > 1
+    ]
+    return math.fsum(taus) / len(taus)
+
+
+def other_figures(scores: Vector, item: Featurised, deferred: NDArray[np.bool_]) -> str:
+    name, t = item.labelled.name, item.targets
+    if name == "halueval-qa":
+        scored = ~deferred
+        return (
+            f"ROC-AUC {roc_auc_score(t, scores):.4f} (scored only "
+            f"{roc_auc_score(t[scored], scores[scored]):.4f}, {int(deferred.sum())} DEFER)"
+        )
+    if name == "summeval":
+        return f"Kendall {summary_level_tau(scores, item):.4f}"
+    return f"Pearson {pearsonr(scores, t)[0]:.4f}, Kendall {kendalltau(scores, t).statistic:.4f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+    print(
+        f"machine: {platform.node()} | {os.cpu_count()} cores | {platform.processor() or '?'} | "
+        f"load {os.getloadavg()[0]:.2f}"
+    )
+    sets = featurise(load_sets(args.data, tuple(LOADERS)))
+    by_name = {s.labelled.name: s for s in sets}
+    results: dict[str, dict[str, object]] = {}
+
+    def held_out_scores(name: str) -> Vector:
+        model = fit([s for s in sets if s.labelled.name != name])
+        return predict(model, by_name[name].signals)
+
+    print("\nSummEdits, leave one domain out: balanced accuracy % on test (test ROC-AUC)")
+    rows: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for domain in SUMMEDITS_DOMAINS:
+        item = by_name[f"summedits-{domain}"]
+        deferred = np.asarray(item.deferred)
+        faith = held_out_scores(item.labelled.name)
+        faith[deferred] = 0.0
+        rows["faithfulness"].append(summedits_protocol(faith, item))
+        rows["1 - hallucination"].append(
+            summedits_protocol(worst_if_none(item.hallucination), item)
+        )
+        rows["groundedness"].append(summedits_protocol(worst_if_none(item.groundedness), item))
+    print(f"{'score':<24}" + "".join(f"{d:>16}" for d in SUMMEDITS_DOMAINS) + f"{'mean':>8}")
+    for name, figures in rows.items():
+        cells = "".join(f"{acc:>9.1f} ({auc:.2f})" for acc, auc in figures)
+        mean = float(np.mean([a for a, _ in figures]))
+        print(f"{name:<24}{cells}{mean:>8.1f}")
+        results[f"summedits/{name}"] = {"per_domain": figures, "mean": mean}
+    for name, published in PUBLISHED_SUMMEDITS.items():
+        cells = "".join(f"{acc:>16.1f}" for acc in published)
+        print(f"{name + ' (published)':<24}{cells}{np.mean(published):>8.1f}")
+
+    print("\nOther sets, leave one set out")
+    for name in ("halueval-qa", "qags-cnndm", "qags-xsum", "summeval"):
+        item = by_name[name]
+        deferred = np.asarray(item.deferred)
+        faith = held_out_scores(name)
+        faith[deferred] = 0.0
+        for label, scores in (
+            ("faithfulness", faith),
+            ("1 - hallucination", worst_if_none(item.hallucination)),
+            ("groundedness", worst_if_none(item.groundedness)),
+        ):
+            defer_mask = (
+                deferred
+                if label == "faithfulness"
+                else np.asarray(
+                    [
+                        v is None
+                        for v in (item.hallucination if "halluc" in label else item.groundedness)
+                    ]
+                )
+            )
+            text = other_figures(scores, item, defer_mask)
+            print(f"  {name:<12} {label:<18} {text}")
+            results[f"{name}/{label}"] = {"figures": text}
+        print(f"  {name:<12} {'published':<18} {PUBLISHED_OTHER[name]}")
+
+    rows_total = sum(len(s.labelled.events) for s in sets)
+    seconds = sum(s.signal_seconds for s in sets)
+    chars = sum(len(e.answer) for s in sets for e in s.labelled.events)
+    print(
+        f"\nsignals after the parse: {1e6 * seconds / rows_total:.0f} us per answer "
+        f"({rows_total} answers, mean {chars / rows_total:.0f} chars; contexts cached)"
+    )
+    print(f"shipped model file: {MODEL_FILE.stat().st_size} bytes")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2, sort_keys=True, default=str) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,178 @@
+"""The faithfulness model: a small, human-readable file of weights, and its arithmetic.
+
+``P(faithful) = sigmoid(support) * sigmoid(detail)``, where each factor is an intercept plus the
+sum over its signals of ``weight * (value - mean) / scale``. The product is a *noisy AND*: an
+answer is faithful only if the contexts back it as a whole (support) **and** none of its facts is
+made up or misplaced (detail). A single additive model cannot do both: the signals that rank
+gross failures (coverage, novel words) move a little with every paraphrase, and on minimal edits
+that noise drowns the one fabricated name; with the product, a well-supported answer's support
+factor saturates near 1 and its score is driven by the detail factor (docs/verdicts/
+faithfulness.md, "Why two factors").
+
+The file (``verdictflow/data/faithfulness_model.json``, written by ``verdictflow
+train-faithfulness``) lists each factor's signals with their scaling and weights, the suggested
+threshold, and the data it was fitted on with the SHA-256 of each file. Its own SHA-256 is in
+every verdict's ``config_digest``. Prediction is plain Python (``math.fsum`` in file order), so
+a verdict does not depend on numpy's summation order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from verdictflow.evaluators.faithfulness_signals import SIGNAL_NAMES
+from verdictflow.exceptions import VerdictflowError
+
+FORMAT = "verdictflow-faithfulness/1"
+#: The packaged model's name in the policy (``faithfulness.model``).
+DEFAULT_MODEL = "default"
+FACTORS = ("support", "detail")
+
+
+class FaithfulnessModelError(VerdictflowError):
+    """A faithfulness model file that cannot be read or is not one."""
+
+
+@dataclass(frozen=True, slots=True)
+class Factor:
+    """One logistic factor: signal names with their standardisation and weights."""
+
+    name: str
+    signals: tuple[str, ...]
+    means: tuple[float, ...]
+    scales: tuple[float, ...]
+    weights: tuple[float, ...]
+    intercept: float
+
+    def contributions(self, values: dict[str, float]) -> list[float]:
+        """Each signal's term of the factor's logit, in file order."""
+        return [
+            w * (values[name] - m) / s
+            for name, m, s, w in zip(
+                self.signals, self.means, self.scales, self.weights, strict=True
+            )
+        ]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "intercept": self.intercept,
+            "signals": [
+                {"name": n, "mean": m, "scale": s, "weight": w}
+                for n, m, s, w in zip(
+                    self.signals, self.means, self.scales, self.weights, strict=True
+                )
+            ],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    """A score, each factor's probability and each signal's contribution to its factor."""
+
+    score: float
+    factors: dict[str, float]
+    contributions: dict[str, float]
+
+
+def _sigmoid(z: float) -> float:
+    if z >= 0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)
+
+
+@dataclass(frozen=True)
+class FaithfulnessModel:
+    """A loaded model file; ``digest`` is the SHA-256 of its bytes."""
+
+    factors: tuple[Factor, ...]
+    threshold: float
+    training: dict[str, Any]
+    digest: str
+
+    @property
+    def signals(self) -> tuple[str, ...]:
+        return tuple(name for f in self.factors for name in f.signals)
+
+    def predict(self, values: dict[str, float]) -> Prediction:
+        """``values`` must hold every signal the model names."""
+        probabilities: dict[str, float] = {}
+        contributions: dict[str, float] = {}
+        score = 1.0
+        for factor in self.factors:
+            terms = factor.contributions(values)
+            p = _sigmoid(math.fsum([factor.intercept, *terms]))
+            probabilities[factor.name] = p
+            contributions.update(zip(factor.signals, terms, strict=True))
+            score *= p
+        return Prediction(score, probabilities, contributions)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "form": "P(faithful) = sigmoid(support) * sigmoid(detail); a factor = intercept + "
+            "sum(weight * (value - mean) / scale)",
+            "factors": {f.name: f.to_json() for f in self.factors},
+            "threshold": self.threshold,
+            "training": self.training,
+        }
+
+    @classmethod
+    def from_bytes(cls, data: bytes, origin: str) -> FaithfulnessModel:
+        try:
+            raw = json.loads(data)
+            if raw.get("format") != FORMAT:
+                raise ValueError(f"format {raw.get('format')!r}, expected {FORMAT!r}")
+            factors = tuple(
+                Factor(
+                    name,
+                    tuple(str(s["name"]) for s in raw["factors"][name]["signals"]),
+                    tuple(float(s["mean"]) for s in raw["factors"][name]["signals"]),
+                    tuple(float(s["scale"]) for s in raw["factors"][name]["signals"]),
+                    tuple(float(s["weight"]) for s in raw["factors"][name]["signals"]),
+                    float(raw["factors"][name]["intercept"]),
+                )
+                for name in FACTORS
+            )
+            if any(s <= 0 for f in factors for s in f.scales):
+                raise ValueError("a signal's scale is not positive")
+            unknown = sorted({n for f in factors for n in f.signals} - set(SIGNAL_NAMES))
+            if unknown:
+                raise ValueError(f"signals this version does not compute: {', '.join(unknown)}")
+            return cls(
+                factors,
+                float(raw["threshold"]),
+                dict(raw.get("training", {})),
+                hashlib.sha256(data).hexdigest(),
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            raise FaithfulnessModelError(
+                f"{origin} is not a faithfulness model file: {exc}"
+            ) from None
+
+
+def model_bytes(model: FaithfulnessModel) -> bytes:
+    """The canonical file form: sorted keys, two-space indent, trailing newline."""
+    return (json.dumps(model.to_json(), indent=2, sort_keys=True) + "\n").encode("utf-8")
+
+
+@lru_cache(maxsize=8)
+def load_model(source: str = DEFAULT_MODEL) -> FaithfulnessModel:
+    """The packaged model (``default``) or a model file written by ``train-faithfulness``."""
+    if source == DEFAULT_MODEL:
+        data = resources.files("verdictflow.data").joinpath("faithfulness_model.json").read_bytes()
+        return FaithfulnessModel.from_bytes(data, "the packaged faithfulness model")
+    try:
+        data = Path(source).read_bytes()
+    except OSError as exc:
+        raise FaithfulnessModelError(
+            f"cannot read faithfulness model {source}: {exc.strerror}"
+        ) from None
+    return FaithfulnessModel.from_bytes(data, source)

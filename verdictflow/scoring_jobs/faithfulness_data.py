@@ -1,0 +1,163 @@
+"""The human-labelled sets the faithfulness model is trained and validated on.
+
+Each set becomes answer events (the text to check as the answer, its source as the one context)
+with a target in [0, 1], read as "how faithful a human found it":
+
+- **SummEdits** (one set per domain; ``id`` ending ``_og``, the unedited originals, left out):
+  ``label`` 1 consistent, 0 not; each row keeps its ``split`` (``evaluation`` / ``test``), which
+  the leave-one-domain-out protocol needs.
+- **HaluEval QA** (first 1,000 rows): the knowledge as context, the question as query; the right
+  answer is 1, the hallucinated one 0.
+- **QAGS** CNN/DM and XSum: the article as context; the target is the share of summary sentences
+  a majority of the three workers marked supported.
+- **SummEval**: the article as context; the target is the mean expert consistency rescaled from
+  1-5 to 0-1 (``(c - 1) / 4``); ``groups`` holds the article id (summary-level correlations are
+  per article).
+
+Every set records the SHA-256 of the files it was read from: the model file lists them, so a
+model says exactly which data it was fitted on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from verdictflow.exceptions import VerdictflowError
+from verdictflow.models.events import AnswerEvent
+
+SUMMEDITS_DOMAINS = ("news", "podcast", "samsum", "scitldr")
+
+
+class TrainingDataError(VerdictflowError):
+    """A data set the faithfulness model needs is missing or malformed."""
+
+
+@dataclass(frozen=True)
+class LabelledSet:
+    """Events with human targets in [0, 1], and where they came from."""
+
+    name: str
+    events: tuple[AnswerEvent, ...]
+    targets: tuple[float, ...]
+    splits: tuple[str, ...]  # SummEdits: evaluation / test; other sets: "all"
+    groups: tuple[str, ...]  # SummEval: the article id; other sets: the event id
+    files: dict[str, str]  # file name -> SHA-256 of its bytes
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _require(path: Path) -> Path:
+    if not path.is_file():
+        raise TrainingDataError(
+            f"{path} not found: point --data at the shared data folder (../shared/data)"
+        )
+    return path
+
+
+def summedits(data: Path, domain: str) -> LabelledSet:
+    path = _require(data / "summedits" / f"summedits_{domain}.json")
+    rows = [r for r in json.loads(path.read_text("utf-8")) if not str(r["id"]).endswith("_og")]
+    return LabelledSet(
+        name=f"summedits-{domain}",
+        events=tuple(
+            AnswerEvent(id=str(r["id"]), answer=str(r["summary"]), contexts=[str(r["doc"])])
+            for r in rows
+        ),
+        targets=tuple(float(r["label"]) for r in rows),
+        splits=tuple(str(r["split"]) for r in rows),
+        groups=tuple(str(r["id"]) for r in rows),
+        files={path.name: _digest(path)},
+    )
+
+
+def halueval(data: Path) -> LabelledSet:
+    path = _require(data / "halueval" / "qa_data_first1000.json")
+    events, targets = [], []
+    for i, line in enumerate(path.read_text("utf-8").splitlines()):
+        row = json.loads(line)
+        for field, target in (("right_answer", 1.0), ("hallucinated_answer", 0.0)):
+            events.append(
+                AnswerEvent(
+                    id=f"halueval-{i}-{int(target)}",
+                    query=row["question"],
+                    answer=row[field],
+                    contexts=[row["knowledge"]],
+                )
+            )
+            targets.append(target)
+    return LabelledSet(
+        "halueval-qa",
+        tuple(events),
+        tuple(targets),
+        ("all",) * len(events),
+        tuple(e.id for e in events),
+        {path.name: _digest(path)},
+    )
+
+
+def qags(data: Path, split: str) -> LabelledSet:
+    path = _require(data / "qags" / f"mturk_{split}.jsonl")
+    events, targets = [], []
+    for i, line in enumerate(path.read_text("utf-8").splitlines()):
+        row = json.loads(line)
+        sentences = row["summary_sentences"]
+        supported = sum(sum(r["response"] == "yes" for r in s["responses"]) >= 2 for s in sentences)
+        events.append(
+            AnswerEvent(
+                id=f"qags-{split}-{i}",
+                answer=" ".join(s["sentence"] for s in sentences),
+                contexts=[row["article"]],
+            )
+        )
+        targets.append(supported / len(sentences))
+    return LabelledSet(
+        f"qags-{split}",
+        tuple(events),
+        tuple(targets),
+        ("all",) * len(events),
+        tuple(e.id for e in events),
+        {path.name: _digest(path)},
+    )
+
+
+def summeval(data: Path) -> LabelledSet:
+    path = _require(data / "summeval" / "summeval_pairs.jsonl")
+    rows = [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+    return LabelledSet(
+        "summeval",
+        tuple(
+            AnswerEvent(
+                id=f"summeval-{r['doc_id']}-{r['system_id']}",
+                answer=r["system_output"],
+                contexts=[r["source"]],
+            )
+            for r in rows
+        ),
+        tuple((float(r["consistency"]) - 1.0) / 4.0 for r in rows),
+        ("all",) * len(rows),
+        tuple(str(r["doc_id"]) for r in rows),
+        {path.name: _digest(path)},
+    )
+
+
+#: Every set, by name, as the training command and the validation bench load them.
+LOADERS: dict[str, Callable[[Path], LabelledSet]] = {
+    **{
+        f"summedits-{d}": (lambda data, d=d: summedits(data, d))  # type: ignore[misc]
+        for d in SUMMEDITS_DOMAINS
+    },
+    "halueval-qa": halueval,
+    "qags-cnndm": lambda data: qags(data, "cnndm"),
+    "qags-xsum": lambda data: qags(data, "xsum"),
+    "summeval": summeval,
+}
+
+
+def load_sets(data: Path, names: tuple[str, ...] = tuple(LOADERS)) -> list[LabelledSet]:
+    return [LOADERS[name](data) for name in names]
