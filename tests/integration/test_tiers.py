@@ -11,6 +11,7 @@ import orjson
 import pytest
 
 from tests.support.verdict_collection import collect
+from verdictflow.evaluators.kinds import Tier, answer_kinds
 from verdictflow.evaluators.policy import load_policy
 from verdictflow.samples.traffic import generate
 from verdictflow.scoring_jobs.eval_answers import expected_verdicts
@@ -28,7 +29,8 @@ def test_lexical_tier_alone_then_nlp_tier_later(settings_factory, worker_factory
     traffic = generate(300, seed=3, malformed_every=25, grouped_share=0.1, inline_share=0.1)
     expected = expected_verdicts(traffic.lines, load_scoring(load_policy(policy_path)))
     kind = {vid: orjson.loads(v)["kind"] for vid, v in expected.items()}
-    lexical_ids = {vid for vid, k in kind.items() if k != "hallucination"}
+    nlp_kinds = {spec.kind.value for spec in answer_kinds(Tier.NLP)}
+    lexical_ids = {vid for vid, k in kind.items() if k not in nlp_kinds}
     assert len(lexical_ids) < len(expected)
 
     first = worker_factory(lexical, policy=policy_path)

@@ -59,7 +59,14 @@ def check_thousand_answers(settings_factory, worker_factory, tmp_path) -> None:
 
     expected = expected_verdicts(traffic.lines, load_scoring(load_policy(policy_path)))
     kinds = {orjson.loads(v)["kind"] for v in expected.values()}
-    assert kinds == {"groundedness", "consistency", "relevance", "completeness", "hallucination"}
+    assert kinds == {
+        "groundedness",
+        "consistency",
+        "relevance",
+        "completeness",
+        "hallucination",
+        "faithfulness",
+    }
 
     worker = worker_factory(settings, policy=policy_path)
     asyncio.run(replay(traffic.lines, "answers", settings))
