@@ -76,4 +76,4 @@ def test_dev_runs_the_whole_pipeline_and_checks_it(tmp_path):
         "dev", "--exit-after-replay", "--port", str(port), cwd=tmp_path, timeout=180
     )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    assert "52 verdicts, 2 dead letters, 0 missing, 0 differing from offline eval" in result.stdout
+    assert "63 verdicts, 2 dead letters, 0 missing, 0 differing from offline eval" in result.stdout
