@@ -90,10 +90,10 @@ def main() -> None:
     args = parser.parse_args()
     load = os.getloadavg()[0]
     print(f"machine: {platform.node()} | {os.cpu_count()} cores | load {load:.2f}")
-    events, labels = halueval_events(args.data / "halueval" / "qa_data_first1000.json")
+    events, labels = halueval_events(args.data)
     report("halueval", events, labels, args.show)
     for split in ("cnndm", "xsum"):
-        events, human = qags_events(args.data / "qags" / f"mturk_{split}.jsonl")
+        events, human = qags_events(args.data, split)
         report(f"qags-{split}", events, human, args.show)
 
 

@@ -30,6 +30,7 @@ from verdictflow.evaluators.answer_batch import score_answers
 from verdictflow.evaluators.answer_verdicts import ScoringContext, score_groundedness
 from verdictflow.evaluators.policy import Policy
 from verdictflow.models.events import AnswerEvent
+from verdictflow.scoring_jobs.faithfulness_data import halueval, qags
 from verdictflow.scoring_setup import Scoring, load_scoring
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,12 +42,12 @@ KINDS = ("groundedness", "hallucination", "relevance", "completeness", "faithful
 def groundedness_figures(data: Path) -> dict[str, float]:
     """Q1 alone on every data set, without spaCy (fast enough for the test suite)."""
     ctx = ScoringContext(Policy())
-    events, labels = halueval_events(data / "halueval" / "qa_data_first1000.json")
+    events, labels = halueval_events(data)
     scores = [score_groundedness(e, ctx).score or 0.0 for e in events]
     acc, _ = best_threshold_accuracy(scores, labels)
     figures = {"halueval_roc_auc": float(roc_auc_score(labels, scores)), "halueval_best_acc": acc}
     for split in ("cnndm", "xsum"):
-        events, human = qags_events(data / "qags" / f"mturk_{split}.jsonl")
+        events, human = qags_events(data, split)
         scores = [score_groundedness(e, ctx).score or 0.0 for e in events]
         figures[f"qags_{split}_pearson"] = float(pearsonr(scores, human)[0])
     return figures
@@ -74,42 +75,16 @@ def score_all(events: Sequence[AnswerEvent], scoring: Scoring) -> dict[str, list
     return scores
 
 
-def halueval_events(path: Path) -> tuple[list[AnswerEvent], list[int]]:
-    events, labels = [], []
-    with path.open(encoding="utf-8") as f:
-        for i, line in enumerate(f):
-            row = json.loads(line)
-            for kind, label in (("right_answer", 1), ("hallucinated_answer", 0)):
-                events.append(
-                    AnswerEvent(
-                        id=f"h{i}-{label}",
-                        query=row["question"],
-                        answer=row[kind],
-                        contexts=[row["knowledge"]],
-                    )
-                )
-                labels.append(label)
-    return events, labels
+def halueval_events(data: Path) -> tuple[list[AnswerEvent], list[int]]:
+    """HaluEval QA as the faithfulness training reads it: right answer 1, hallucinated 0."""
+    labelled = halueval(data)
+    return list(labelled.events), [int(t) for t in labelled.targets]
 
 
-def qags_events(path: Path) -> tuple[list[AnswerEvent], list[float]]:
-    events, human = [], []
-    with path.open(encoding="utf-8") as f:
-        for i, line in enumerate(f):
-            row = json.loads(line)
-            sentences = row["summary_sentences"]
-            supported = sum(
-                sum(r["response"] == "yes" for r in s["responses"]) >= 2 for s in sentences
-            )
-            events.append(
-                AnswerEvent(
-                    id=f"q{i}",
-                    answer=" ".join(s["sentence"] for s in sentences),
-                    contexts=[row["article"]],
-                )
-            )
-            human.append(supported / len(sentences))
-    return events, human
+def qags_events(data: Path, split: str) -> tuple[list[AnswerEvent], list[float]]:
+    """QAGS ``split``: the share of summary sentences a majority of workers marked supported."""
+    labelled = qags(data, split)
+    return list(labelled.events), list(labelled.targets)
 
 
 def best_threshold_accuracy(scores: Sequence[float], labels: Sequence[int]) -> tuple[float, float]:
@@ -130,7 +105,7 @@ def evaluate(
     scoring = load_scoring(Policy(), idf_stats)
     policy = scoring.ctx.policy
     results: dict[str, dict[str, float]] = {}
-    events, labels = halueval_events(data / "halueval" / "qa_data_first1000.json")
+    events, labels = halueval_events(data)
     if limit is not None:
         events, labels = events[: 2 * limit], labels[: 2 * limit]
     for name, raw in score_all(events, scoring).items():
@@ -157,7 +132,7 @@ def evaluate(
             "accuracy_at_policy_threshold": at_policy,
         }
     for split in ("cnndm", "xsum"):
-        events, human = qags_events(data / "qags" / f"mturk_{split}.jsonl")
+        events, human = qags_events(data, split)
         if limit is not None:
             events, human = events[:limit], human[:limit]
         for name, raw in score_all(events, scoring).items():

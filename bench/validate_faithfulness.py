@@ -64,6 +64,11 @@ def worst_if_none(values: Sequence[float | None]) -> Vector:
     return np.asarray([0.0 if v is None else v for v in values])
 
 
+def scores_and_defers(values: Sequence[float | None]) -> tuple[Vector, NDArray[np.bool_]]:
+    """A baseline's scores (a DEFER as the worst, 0) and which rows it deferred."""
+    return worst_if_none(values), np.asarray([v is None for v in values])
+
+
 def threshold_on(scores: Vector, positive: NDArray[np.bool_]) -> float:
     """The threshold maximising balanced accuracy (lowest on ties)."""
     best = (-1.0, 0.0)
@@ -119,7 +124,7 @@ def main() -> None:
         f"machine: {platform.node()} | {os.cpu_count()} cores | {platform.processor() or '?'} | "
         f"load {os.getloadavg()[0]:.2f}"
     )
-    sets = featurise(load_sets(args.data, tuple(LOADERS)))
+    sets = featurise(load_sets(args.data, tuple(LOADERS)), baselines=True)
     by_name = {s.labelled.name: s for s in sets}
     results: dict[str, dict[str, object]] = {}
 
@@ -155,21 +160,11 @@ def main() -> None:
         deferred = np.asarray(item.deferred)
         faith = held_out_scores(name)
         faith[deferred] = 0.0
-        for label, scores in (
-            ("faithfulness", faith),
-            ("1 - hallucination", worst_if_none(item.hallucination)),
-            ("groundedness", worst_if_none(item.groundedness)),
+        for label, scores, defer_mask in (
+            ("faithfulness", faith, deferred),
+            ("1 - hallucination", *scores_and_defers(item.hallucination)),
+            ("groundedness", *scores_and_defers(item.groundedness)),
         ):
-            defer_mask = (
-                deferred
-                if label == "faithfulness"
-                else np.asarray(
-                    [
-                        v is None
-                        for v in (item.hallucination if "halluc" in label else item.groundedness)
-                    ]
-                )
-            )
             text = other_figures(scores, item, defer_mask)
             print(f"  {name:<12} {label:<18} {text}")
             results[f"{name}/{label}"] = {"figures": text}

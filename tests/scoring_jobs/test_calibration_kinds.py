@@ -154,20 +154,31 @@ def test_completeness_with_production_code_in_closed_form(tmp_path):
     assert (result.record.margin, result.record.expected_fpr) == (0.0, 0.0)
 
 
+TOWER = "The Eiffel Tower opened in 1889 in Paris. It is 330 metres tall."
+
+
+def tower_golden(
+    tmp_path: Path, answers: dict[str, list[str]], query: str | None = None
+) -> tuple[list[dict[str, object]], Path]:
+    """A golden file of ``answers`` by label, each with :data:`TOWER` as its context."""
+    rows: list[dict[str, object]] = [
+        {"id": f"{label}{i}", "answer": a, "contexts": [TOWER], "label": label}
+        | ({"query": query} if query is not None else {})
+        for label, texts in answers.items()
+        for i, a in enumerate(texts)
+    ]
+    golden = tmp_path / "g.jsonl"
+    golden.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    return rows, golden
+
+
 @pytest.mark.timeout(300)
 def test_cli_calibrates_hallucination_and_verdicts_follow_the_policy(tmp_path):
-    context = "The Eiffel Tower opened in 1889 in Paris. It is 330 metres tall."
     answers = {
         "pass": ["It opened in 1889.", "The tower is 330 metres tall.", "It is in Paris."],
         "fail": ["It opened in 1925.", "The tower is 120 metres tall.", "It is in Berlin."],
     }
-    rows = [
-        {"id": f"{label}{i}", "query": "Tell me about the tower.", "answer": a,
-         "contexts": [context], "label": label}
-        for label, texts in answers.items() for i, a in enumerate(texts)
-    ]  # fmt: skip
-    golden = tmp_path / "g.jsonl"
-    golden.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    rows, golden = tower_golden(tmp_path, answers, query="Tell me about the tower.")
     out = tmp_path / "policy.yaml"
     result = run_verdictflow(
         "calibrate", golden, "--kind", "hallucination", "--out", out, timeout=280
@@ -193,17 +204,11 @@ def test_cli_calibrates_hallucination_and_verdicts_follow_the_policy(tmp_path):
 
 @pytest.mark.timeout(300)
 def test_cli_calibrates_faithfulness_higher_is_better(tmp_path):
-    context = "The Eiffel Tower opened in 1889 in Paris. It is 330 metres tall."
     answers = {
         "pass": ["The tower opened in 1889.", "It is 330 metres tall.", "It stands in Paris."],
         "fail": ["The tower opened in 1925.", "It is 120 metres tall.", "It stands in Berlin."],
     }
-    rows = [
-        {"id": f"{label}{i}", "answer": a, "contexts": [context], "label": label}
-        for label, texts in answers.items() for i, a in enumerate(texts)
-    ]  # fmt: skip
-    golden = tmp_path / "g.jsonl"
-    golden.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    _, golden = tower_golden(tmp_path, answers)
     out = tmp_path / "policy.yaml"
     result = run_verdictflow(
         "calibrate", golden, "--kind", "faithfulness", "--out", out, timeout=280

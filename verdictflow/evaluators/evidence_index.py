@@ -73,6 +73,21 @@ class EvidenceIndex:
         return self.word_spans[first][0], self.word_spans[last][1]
 
 
+#: Characters of context text an evidence record quotes at most.
+EXCERPT_CHARS = 200
+
+
+def context_excerpt(contexts: Sequence[EvidenceIndex], index: int, span: Span) -> dict[str, Any]:
+    """The evidence record of a span of context ``index``: where it is and its text (capped)."""
+    start, end = span
+    return {
+        "index": index,
+        "start": start,
+        "end": end,
+        "text": contexts[index].text[start:end][:EXCERPT_CHARS],
+    }
+
+
 def content_words(doc: Any) -> list[str]:
     """Lowercased words that are neither punctuation, space nor stop words, in order."""
     return [t.lower_ for t in doc if not (t.is_punct or t.is_space or t.is_stop)]

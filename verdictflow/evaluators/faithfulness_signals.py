@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from verdictflow.evaluators.evidence_index import EvidenceIndex, Span
+from verdictflow.evaluators.evidence_index import EvidenceIndex, Span, context_excerpt
 from verdictflow.evaluators.hallucination import HallucinationResult
 
 #: Anchor kinds that state a fact: one unsupported is a fabricated fact.
@@ -120,13 +120,7 @@ class Finding:
         if self.detail:
             record["detail"] = self.detail
         if self.context is not None and self.context_span is not None:
-            start, end = self.context_span
-            record["context"] = {
-                "index": self.context,
-                "start": start,
-                "end": end,
-                "text": contexts[self.context].text[start:end][:200],
-            }
+            record["context"] = context_excerpt(contexts, self.context, self.context_span)
         return record
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from verdictflow.evaluators.anchors import LIGHT_VERBS, Anchor, HedgedClaim
-from verdictflow.evaluators.evidence_index import EvidenceIndex, Span, bigrams
+from verdictflow.evaluators.evidence_index import EvidenceIndex, Span, bigrams, context_excerpt
 
 Support = Literal["supported", "partial", "unsupported"]
 SUPPORT_WEIGHT: dict[Support, float] = {"supported": 1.0, "partial": 0.5, "unsupported": 0.0}
@@ -46,13 +46,7 @@ class AnchorCheck:
             "support": self.support,
         }
         if self.context is not None and self.span is not None:
-            start, end = self.span
-            record["context"] = {
-                "index": self.context,
-                "start": start,
-                "end": end,
-                "text": contexts[self.context].text[start:end][:200],
-            }
+            record["context"] = context_excerpt(contexts, self.context, self.span)
         return record
 
 

@@ -67,8 +67,9 @@ class Featurised:
 
     labelled: LabelledSet
     signals: Matrix
-    #: Today's verdicts on the same rows, for comparison: 1 - hallucination and Q1 (a DEFER
-    #: is None), and the seconds spent computing the signals after the parse.
+    #: Today's verdicts on the same rows, for comparison (``featurise(baselines=True)``):
+    #: 1 - hallucination and Q1 (a DEFER is None); and the seconds spent computing the
+    #: signals after the parse.
     hallucination: tuple[float | None, ...] = ()
     groundedness: tuple[float | None, ...] = ()
     signal_seconds: float = 0.0
@@ -80,9 +81,15 @@ class Featurised:
 
 
 def featurise(
-    sets: Sequence[LabelledSet], scoring: Scoring | None = None, batch: int = 64
+    sets: Sequence[LabelledSet],
+    scoring: Scoring | None = None,
+    batch: int = 64,
+    *,
+    baselines: bool = False,
 ) -> list[Featurised]:
-    """Every set's signals, computed as the verdict computes them (a progress bar per set)."""
+    """Every set's signals, computed as the verdict computes them (a progress bar per set);
+    with ``baselines``, today's hallucination and Q1 scores of the same rows too (the
+    validation bench compares against them; training does not need them)."""
     scoring = scoring or load_scoring(Policy(), None)
     out = []
     with Progress(transient=True) as bar:
@@ -100,9 +107,10 @@ def featurise(
                     values = faithfulness_signals(event, parsed, scoring.ctx).values
                     seconds += time.perf_counter() - began
                     rows.append([values[name] for name in SIGNAL_NAMES])
-                    h = score_hallucination(event, parsed, scoring.ctx).score
-                    hallu.append(None if h is None else 1.0 - h)
-                    q1.append(score_groundedness(event, scoring.ctx).score)
+                    if baselines:
+                        h = score_hallucination(event, parsed, scoring.ctx).score
+                        hallu.append(None if h is None else 1.0 - h)
+                        q1.append(score_groundedness(event, scoring.ctx).score)
                     deferred.append(defer_decision(event, parsed) is not None)
                 bar.advance(task, len(chunk))
             out.append(
@@ -165,24 +173,23 @@ def fit(sets: Sequence[Featurised], l2: float = L2) -> FaithfulnessModel:
     if not result.success:
         logger.warning("faithfulness fit did not converge: %s", result.message)
     p = result.x
-    factors = (
-        Factor(
-            "support",
-            SUPPORT_SIGNALS,
-            tuple(_round(v) for v in mean[:n_support]),
-            tuple(_round(v) for v in scale[:n_support]),
-            tuple(_round(v) for v in p[:n_support]),
-            _round(p[n_support]),
-        ),
-        Factor(
-            "detail",
-            DETAIL_SIGNALS,
-            tuple(_round(v) for v in mean[n_support:]),
-            tuple(_round(v) for v in scale[n_support:]),
-            tuple(_round(v) for v in p[n_support + 1 : n_support + 1 + n_detail]),
-            _round(p[-1]),
-        ),
-    )
+    # Parameters are laid out factor by factor: the factor's weights, then its intercept.
+    factors = []
+    column = offset = 0
+    for name, signals in (("support", SUPPORT_SIGNALS), ("detail", DETAIL_SIGNALS)):
+        columns = slice(column, column + len(signals))
+        factors.append(
+            Factor(
+                name,
+                signals,
+                tuple(_round(v) for v in mean[columns]),
+                tuple(_round(v) for v in scale[columns]),
+                tuple(_round(v) for v in p[offset : offset + len(signals)]),
+                _round(p[offset + len(signals)]),
+            )
+        )
+        column += len(signals)
+        offset += len(signals) + 1
     training = {
         "sets": [
             {"name": s.labelled.name, "rows": len(s.labelled.events), "files": s.labelled.files}
@@ -195,9 +202,9 @@ def fit(sets: Sequence[Featurised], l2: float = L2) -> FaithfulnessModel:
         "l2": l2,
         "libraries": {name: version(name) for name in ("numpy", "scipy", "scikit-learn")},
     }
-    unthresholded = FaithfulnessModel(factors, 0.5, training, "")
+    unthresholded = FaithfulnessModel(tuple(factors), 0.5, training, "")
     threshold = suggested_threshold(unthresholded, sets)
-    model = FaithfulnessModel(factors, threshold, training, "")
+    model = FaithfulnessModel(tuple(factors), threshold, training, "")
     return FaithfulnessModel.from_bytes(model_bytes(model), "the fitted model")
 
 
