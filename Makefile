@@ -8,10 +8,20 @@ STAMP := $(VENV)/.installed
 
 setup: $(STAMP)
 
+# The neural embedder's extra [st] is installed too (its tests run for real); PyTorch's CPU
+# build first, so that nothing pulls a CUDA build. NEURAL=0 skips both (its tests then skip).
+NEURAL ?= 1
+TORCH ?= torch==2.13.0
+
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	if [ "$(NEURAL)" = "1" ]; then \
+	  $(BIN)/python -m pip install --quiet '$(TORCH)' && \
+	  $(BIN)/python -m pip install --quiet -e '.[dev,st]'; \
+	else \
+	  $(BIN)/python -m pip install --quiet -e '.[dev]'; \
+	fi
 	touch $(STAMP)
 
 ## Start the embedded broker, a worker, replay the bundled sample traffic and show verdicts live.

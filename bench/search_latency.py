@@ -10,8 +10,17 @@
    a closed loop with ``--concurrency`` connections to find the throughput ceiling.
 5. Server-side percentiles come from the app's own timing (middleware + stage timers, exact
    samples at ``GET /stats/latency``): whole request, embed, index search, blend.
+6. ``--embedder sentence-transformers``: the server embeds each query with MiniLM (one core,
+   ONNX Runtime), the queries are SciFact's 1,109 claims (real, distinct, 9-40 words) when
+   ``../shared/data`` is there, and the raw-embedding reference is timed in this process.
+7. The load generator is raw HTTP/1.1 over asyncio streams (pre-encoded requests, keep-alive);
+   its CPU is reported, since it shares the 2 cores with the server (10-17 % of one core at
+   200 req/s; an httpx client took 87 %). Debian's compiled ``hey`` was tried and dropped: its
+   ``-q`` limit is per worker and the workers tick together, so 20 workers send bursts of 20
+   (measured: server-side p50 31 ms on a 2,000-document flat index whose search takes 2 ms).
 
     python bench/search_latency.py [--n 100000] [--rate 200] [--duration 20] [--variants]
+        [--embedder hashing|sentence-transformers]
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -35,7 +45,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from answers_throughput import machine
 
-from verdictflow.evaluators.embedding import embed_texts
+from verdictflow.embedders import EMBEDDER_NAMES, make_embedder
 from verdictflow.rerank_api.blend import Weights, blend, candidate_count
 from verdictflow.rerank_api.settings import ApiSettings
 
@@ -70,7 +80,28 @@ WORDS = tuple(
 )
 
 
-def queries(n: int, seed: int) -> list[str]:
+SCIFACT_QUERIES = Path(__file__).resolve().parents[2] / "shared/data/scifact_beir/queries.jsonl"
+
+
+def queries(n: int, seed: int, mix: str = "words") -> list[str]:
+    """The measured queries, in sending order.
+
+    ``words``: 3-8 random words from a small vocabulary (the hashing runs).
+    ``distinct``: SciFact claims, then SciFact titles: real text, no query sent twice (up to
+    6,292), so a query-vector cache never hits. ``zipf``: 2,000 of those texts drawn with
+    Zipf-distributed popularity (s = 1, seeded), as search traffic repeats its head queries.
+    """
+    if mix != "words" and SCIFACT_QUERIES.is_file():
+        claims = [json.loads(line)["text"] for line in SCIFACT_QUERIES.read_text().splitlines()]
+        titles = [json.loads(line).get("title", "") for line in
+                  (SCIFACT_QUERIES.parent / "corpus.jsonl").read_text().splitlines()]  # fmt: skip
+        texts = list(dict.fromkeys(t for t in claims + titles if t.strip()))
+        if mix == "distinct":
+            return [texts[i % len(texts)] for i in range(n)]
+        rng = np.random.default_rng(seed)
+        ranks = np.arange(1, 2001)
+        p = (1.0 / ranks) / (1.0 / ranks).sum()
+        return [texts[int(i)] for i in rng.choice(2000, size=n, p=p)]
     rng = np.random.default_rng(seed)
     return [" ".join(rng.choice(list(WORDS), size=rng.integers(3, 9))) for _ in range(n)]
 
@@ -80,25 +111,72 @@ def pct(values: list[float] | np.ndarray, q: float) -> float:
 
 
 # -- load generator (runs in its own process) -----------------------------------------------
+# Raw HTTP/1.1 over asyncio streams with keep-alive connections and pre-encoded requests:
+# an httpx client cost 87 % of a core at 200 req/s, starving the server it measured.
+def _request(host: str, q: str) -> bytes:
+    body = json.dumps({"q": q, "top_k": 10}).encode()
+    head = (f"POST /search HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n")  # fmt: skip
+    return head.encode() + body
+
+
+Conn = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+
+
+async def _exchange(conn: Conn, request: bytes) -> int:
+    """Send one request, read its whole response; the status code."""
+    reader, writer = conn
+    writer.write(request)
+    status = int((await reader.readline()).split()[1])
+    length = 0
+    while (line := await reader.readline()) not in (b"\r\n", b""):
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    await reader.readexactly(length)
+    return status
+
+
 async def _open_loop(url: str, qs: list[str], rate: float, duration: float) -> dict[str, float]:
-    limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
-    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=10) as client:
-        lat: list[float] = []
-        errors = 0
-        total = int(rate * duration)
-        start = time.perf_counter() + 0.1
+    host, port = url.removeprefix("http://").split(":")
+    total = int(rate * duration)
+    requests = [_request(host, qs[i % len(qs)]) for i in range(total)]
+    idle: list[Conn] = []
+    lat: list[float] = []
+    errors = 0
+    start = time.perf_counter() + 0.2
 
-        async def one(i: int) -> None:
-            nonlocal errors
-            at = start + i / rate
-            await asyncio.sleep(max(0.0, at - time.perf_counter()))
-            r = await client.post("/search", json={"q": qs[i % len(qs)], "top_k": 10})
-            if r.status_code != 200:
+    kinds: dict[str, int] = {}
+
+    async def one(i: int) -> None:
+        nonlocal errors
+        at = start + i / rate
+        await asyncio.sleep(max(0.0, at - time.perf_counter()))
+        reused = bool(idle)
+        conn = idle.pop() if idle else await asyncio.open_connection(host, int(port))
+        try:
+            try:
+                status = await _exchange(conn, requests[i])
+            except (OSError, asyncio.IncompleteReadError, IndexError):
+                if not reused:
+                    raise
+                # The server closed an idle keep-alive connection (uvicorn: after 5 s): resend
+                # once on a new one, as an HTTP client does for an idempotent request.
+                conn[1].close()
+                conn = await asyncio.open_connection(host, int(port))
+                status = await _exchange(conn, requests[i])
+            if status != 200:
                 errors += 1
-            lat.append(time.perf_counter() - at)
+                kinds[f"http {status}"] = kinds.get(f"http {status}", 0) + 1
+            idle.append(conn)
+        except (OSError, asyncio.IncompleteReadError, ValueError, IndexError) as exc:
+            errors += 1
+            kinds[type(exc).__name__] = kinds.get(type(exc).__name__, 0) + 1
+        lat.append(time.perf_counter() - at)
 
-        await asyncio.gather(*(one(i) for i in range(total)))
-        elapsed = time.perf_counter() - start
+    await asyncio.gather(*(one(i) for i in range(total)))
+    elapsed = time.perf_counter() - start
+    for _, writer in idle:
+        writer.close()
     ms = np.asarray(lat) * 1000
     return {
         "sent": total,
@@ -106,43 +184,55 @@ async def _open_loop(url: str, qs: list[str], rate: float, duration: float) -> d
         "achieved_rps": total / elapsed,
         "p50_ms": pct(ms, 50),
         "p99_ms": pct(ms, 99),
+        "error_kinds": kinds,  # type: ignore[dict-item]
     }
 
 
 async def _closed_loop(url: str, qs: list[str], conc: int, duration: float) -> dict[str, float]:
-    async with httpx.AsyncClient(base_url=url, timeout=10) as client:
-        done = 0
-        end = time.perf_counter() + duration
+    host, port = url.removeprefix("http://").split(":")
+    done = 0
+    end = time.perf_counter() + duration
 
-        async def worker(w: int) -> None:
-            nonlocal done
-            i = w
-            while time.perf_counter() < end:
-                await client.post("/search", json={"q": qs[i % len(qs)], "top_k": 10})
-                done += 1
-                i += conc
+    async def worker(w: int) -> None:
+        nonlocal done
+        conn = await asyncio.open_connection(host, int(port))
+        i = w
+        while time.perf_counter() < end:
+            await _exchange(conn, _request(host, qs[i % len(qs)]))
+            done += 1
+            i += conc
+        conn[1].close()
 
-        t0 = time.perf_counter()
-        await asyncio.gather(*(worker(w) for w in range(conc)))
-        return {"requests": done, "rps": done / (time.perf_counter() - t0)}
+    t0 = time.perf_counter()
+    await asyncio.gather(*(worker(w) for w in range(conc)))
+    return {"requests": done, "rps": done / (time.perf_counter() - t0)}
 
 
 def load_main(args: argparse.Namespace) -> None:
-    qs = queries(2000, seed=2)
+    qs = queries(int(args.rate * args.duration) + 1, seed=2, mix=args.queries)
     phase = args.load_phase
     if phase == "open":
         out = asyncio.run(_open_loop(args.url, qs, args.rate, args.duration))
-    else:
-        out = asyncio.run(_closed_loop(args.url, qs, args.concurrency, args.duration))
+    else:  # the queries after the open loop's: a cache holds what the open loop sent
+        sent = int(args.rate * args.duration)
+        later = queries(sent + int(300 * args.duration), seed=3, mix=args.queries)[sent:]
+        out = asyncio.run(_closed_loop(args.url, later, args.concurrency, args.duration))
     print(json.dumps(out))
 
 
 def run_load(url: str, phase: str, args: argparse.Namespace) -> dict[str, float]:
     cmd = [sys.executable, __file__, "--load-phase", phase, "--url", url]
     cmd += ["--rate", str(args.rate), "--duration", str(args.duration)]
-    cmd += ["--concurrency", str(args.concurrency)]
+    cmd += ["--concurrency", str(args.concurrency), "--embedder", args.embedder]
+    cmd += ["--queries", args.queries]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=600)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    result["loadgen_cpu_share"] = cpu / wall  # of one core, start-up included
     return result
 
 
@@ -174,8 +264,13 @@ def main(args: argparse.Namespace) -> None:
 
         # Reference: raw FAISS, one query at a time, same candidates the API fetches.
         faiss.omp_set_num_threads(api.faiss_threads)
-        qs = queries(2000, seed=2)
-        qvecs = embed_texts(qs)
+        qs = queries(int(args.rate * args.duration) + 1, seed=2, mix=args.queries)
+        embedder = make_embedder(args.embedder, dim, threads=1)
+        print(f"embedder: {embedder.version}; queries ({args.queries}): {len(qs)} sent, "
+              f"{len(set(qs))} distinct, {np.mean([len(q.split()) for q in qs]):.1f} words "
+              f"on average; server query cache {api.query_cache:,} entries")  # fmt: skip
+        n_ref = 1000 if args.embedder == "hashing" else 300
+        qvecs = embedder.embed(qs[:n_ref])
         k = candidate_count(10, api.overfetch, api.min_candidates, api.max_candidates)
         raw = []
         for q in qvecs[:1000]:
@@ -183,9 +278,9 @@ def main(args: argparse.Namespace) -> None:
             index.search(q[None, :], k)
             raw.append(time.perf_counter() - t)
         embed = []
-        for q in qs[:1000]:
+        for q in qs[:n_ref]:
             t = time.perf_counter()
-            embed_texts([q])
+            embedder.embed([q])
             embed.append(time.perf_counter() - t)
         qmap = dict(zip(ids.tolist(), quality.tolist(), strict=True))
         cands = [(f"doc{i:07d}", float(s)) for i, s in enumerate(rng.random(k))]
@@ -196,13 +291,14 @@ def main(args: argparse.Namespace) -> None:
             blend_t.append(time.perf_counter() - t)
         del index
 
-        variants = [("service defaults", {})]
+        variants = [("service defaults", {"VERDICTFLOW_API_EMBEDDER": args.embedder})]
         if args.variants:
             variants = [
                 ("CPython defaults (GIL switch 5 ms, no gc.freeze)",
                  {"VERDICTFLOW_API_GIL_SWITCH_INTERVAL_MS": "5",
-                  "VERDICTFLOW_API_GC_FREEZE": "false"}),
-                ("service defaults (GIL switch 0.5 ms, gc.freeze)", {}),
+                  "VERDICTFLOW_API_GC_FREEZE": "false", "VERDICTFLOW_API_EMBEDDER": args.embedder}),
+                ("service defaults (GIL switch 0.5 ms, gc.freeze)",
+                 {"VERDICTFLOW_API_EMBEDDER": args.embedder}),
             ]  # fmt: skip
         results = [(label, measure(tmpdir, qs, env, args)) for label, env in variants]
 
@@ -213,7 +309,9 @@ def main(args: argparse.Namespace) -> None:
         print(f"\n## {label}")
         print(f"open loop: {open_loop['sent']} requests at {args.rate} req/s target "
               f"(achieved {open_loop['achieved_rps']:.1f}), "
-              f"errors {open_loop['errors']}")  # fmt: skip
+              f"errors {open_loop['errors']} {open_loop.get('error_kinds') or ''}; "
+              f"load generator (raw asyncio HTTP, own process) CPU "
+              f"{open_loop['loadgen_cpu_share']:.0%} of one core")  # fmt: skip
         print("\n| what | p50 ms | p99 ms |")
         print("|---|---|---|")
         for stage, stage_label in (
@@ -229,10 +327,12 @@ def main(args: argparse.Namespace) -> None:
               f"{open_loop['p99_ms']:.3f} |")  # fmt: skip
         print(f"| reference: raw FAISS search, k={k}, this process | {ms(raw, 50)} | "
               f"{ms(raw, 99)} |")  # fmt: skip
-        print(f"| reference: hashing embed of one query | {ms(embed, 50)} | {ms(embed, 99)} |")
+        print(f"| reference: raw embed of one query ({args.embedder}), this process | "
+              f"{ms(embed, 50)} | {ms(embed, 99)} |")  # fmt: skip
         print(f"| reference: blend() of {k} candidates | {ms(blend_t, 50)} | {ms(blend_t, 99)} |")
         server_p50 = server_stats["request"]["p50_ms"] / 1000
         print(f"\nratio server request p50 / raw FAISS p50: {server_p50 / pct(raw, 50):.2f}")
+        print(f"server query cache after the open loop: {server_stats['query_cache']}")
         print(f"closed loop, {args.concurrency} connections, {args.duration} s: "
               f"{closed['rps']:.0f} req/s ({closed['requests']} requests)")  # fmt: skip
 
@@ -250,11 +350,12 @@ def measure(
     try:
         _wait_ready(url, server)
         with httpx.Client(base_url=url) as c:  # warm-up, then clear the server's samples
-            for q in qs[:200]:
-                c.post("/search", json={"q": q, "top_k": 10})
+            for i in range(200):  # texts the measured mix never sends
+                c.post("/search", json={"q": f"warm-up query {i} about cells", "top_k": 10})
             c.get("/stats/latency", params={"reset": "true"})
         open_loop = run_load(url, "open", args)
         server_stats = httpx.get(f"{url}/stats/latency", params={"reset": "true"}).json()
+        server_stats["query_cache"] = httpx.get(f"{url}/healthz").json()["query_cache"]
         closed = run_load(url, "closed", args)
     finally:
         server.terminate()
@@ -290,6 +391,11 @@ if __name__ == "__main__":
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--load-phase", choices=("open", "closed"))
     parser.add_argument("--url")
+    parser.add_argument("--embedder", choices=EMBEDDER_NAMES, default="hashing")
+    parser.add_argument(
+        "--queries", choices=("words", "distinct", "zipf"), default="words",
+        help="query mix (see queries()); distinct and zipf need ../shared/data",
+    )  # fmt: skip
     parser.add_argument(
         "--variants",
         action="store_true",

@@ -4,8 +4,9 @@ Protocol: Ollama's ``POST {LNSP_LLM_ENDPOINT}/api/generate`` with ``{"model", "p
 "stream": false, "format": "json", "options": {"temperature": 0, "seed": 0}}``; the reply's
 ``response`` string must be a JSON object with ``expected``, ``soft_negative`` and
 ``hard_negative`` answers for a probe question about the concept. The three are embedded with
-the project's default embedder; ``soft_sim``/``hard_sim`` are the cosines of the expected
-answer with each negative, and the margin is ``max(0, 1 - max(soft_sim, hard_sim))``.
+the documents' embedder (``VERDICTFLOW_QUALITY_EMBEDDER``; the offline default unless set);
+``soft_sim``/``hard_sim`` are the cosines of the expected answer with each negative, and the
+margin is ``max(0, 1 - max(soft_sim, hard_sim))``.
 
 Fail closed without failing the document: an endpoint that is down, slow (timeout) or answers
 garbage after the retries gives ``(None, "cpesh_unavailable: ...")``; the document is scored
@@ -23,7 +24,7 @@ import numpy as np
 import orjson
 
 from verdictflow.evaluators.doc_quality import cpesh_margin
-from verdictflow.evaluators.embedding import embed_texts
+from verdictflow.evaluators.embedding import Embedder, default_embedder
 from verdictflow.streams.settings import CpeshSettings
 
 logger = logging.getLogger(__name__)
@@ -39,14 +40,14 @@ MAX_PROMPT_CHARS = 4000
 Result = tuple[float | None, str | None]
 
 
-def margin_from_reply(reply: object) -> float:
+def margin_from_reply(reply: object, embedder: Embedder | None = None) -> float:
     """The margin from the parsed ``response`` object; ValueError when it lacks an answer."""
     if not isinstance(reply, dict):
         raise ValueError("response is not a JSON object")
     parts = [reply.get(k) for k in ("expected", "soft_negative", "hard_negative")]
     if not all(isinstance(p, str) and p.strip() for p in parts):
         raise ValueError("response lacks expected/soft_negative/hard_negative")
-    vecs = embed_texts([str(p) for p in parts]).astype(np.float64)
+    vecs = (embedder or default_embedder()).embed([str(p) for p in parts]).astype(np.float64)
     soft_sim, hard_sim = float(vecs[0] @ vecs[1]), float(vecs[0] @ vecs[2])
     return cpesh_margin(soft_sim, hard_sim)
 
@@ -54,8 +55,9 @@ def margin_from_reply(reply: object) -> float:
 class CpeshClient:
     """Bounded-concurrency, retrying client; use as an async context manager."""
 
-    def __init__(self, settings: CpeshSettings) -> None:
+    def __init__(self, settings: CpeshSettings, embedder: Embedder | None = None) -> None:
         self.settings = settings
+        self.embedder = embedder or default_embedder()
         self._sem = asyncio.Semaphore(settings.llm_concurrency)
         self._client: httpx.AsyncClient | None = None
 
@@ -92,7 +94,7 @@ class CpeshClient:
                     resp = await self._client.post("/api/generate", json=body)
                     resp.raise_for_status()
                     reply = orjson.loads(resp.json()["response"])
-                    return margin_from_reply(reply), None
+                    return margin_from_reply(reply, self.embedder), None
                 except (httpx.HTTPError, KeyError, TypeError, ValueError) as exc:
                     last = f"{type(exc).__name__}: {exc}"[:200]
         logger.warning("CPESH margin deferred after %d attempts: %s", attempt + 1, last)
@@ -102,7 +104,9 @@ class CpeshClient:
         return list(await asyncio.gather(*(self.margin(t) for t in texts)))
 
 
-async def cpesh_margins(texts: Sequence[str], settings: CpeshSettings) -> list[Result]:
+async def cpesh_margins(
+    texts: Sequence[str], settings: CpeshSettings, embedder: Embedder | None = None
+) -> list[Result]:
     """Margins of many texts (the batch job's call)."""
-    async with CpeshClient(settings) as client:
+    async with CpeshClient(settings, embedder) as client:
         return await client.margins(texts)

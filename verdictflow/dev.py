@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from verdictflow.embedders import MODEL_DIR_ENV, neural_installed
 from verdictflow.evaluators.policy import load_policy
 from verdictflow.rerank_api.devhook import start_api, stop_api
 from verdictflow.scoring_jobs.eval_answers import expected_verdicts
@@ -76,6 +77,8 @@ def run_dev(
             "VERDICTFLOW_APP_ID": settings.app_id,
             "VERDICTFLOW_BROKER_PROFILE": "embedded",
         }
+        env, embedder = _choose_embedder(env)
+        console.print(f"[bold]embedder[/] {embedder}")
         cmd = [sys.executable, "-m", "verdictflow", "worker"]
         if policy:
             cmd += ["--policy", str(policy)]
@@ -100,6 +103,29 @@ def run_dev(
                 worker.wait(15)
             except subprocess.TimeoutExpired:
                 worker.kill()
+
+
+EMBEDDER_VARS = ("VERDICTFLOW_API_EMBEDDER", "VERDICTFLOW_QUALITY_EMBEDDER")
+
+
+def _choose_embedder(env: dict[str, str]) -> tuple[dict[str, str], str]:
+    """MiniLM for the API's queries and the docs agent when the ``[st]`` extra is installed
+    and neither embedder variable is set; otherwise what is set, or the hashing default.
+    Returns the child environment and a line saying which embedder runs."""
+    chosen = {name: env[name] for name in EMBEDDER_VARS if name in env}
+    if not chosen and neural_installed():
+        chosen = dict.fromkeys(EMBEDDER_VARS, "sentence-transformers")
+    names = set(chosen.values()) or {"hashing"}
+    if names == {"sentence-transformers"}:
+        where = env.get(MODEL_DIR_ENV) or "all-MiniLM-L6-v2 (packaged weights)"
+        line = f"sentence-transformers, {where}, for /search queries and documents without vectors"
+    elif names == {"hashing"}:
+        line = "hashing (offline default)"
+        if not neural_installed():
+            line += "; for all-MiniLM-L6-v2 install the [st] extra (docs/retriever.md, Embedders)"
+    else:
+        line = ", ".join(f"{name}={value}" for name, value in sorted(chosen.items()))
+    return {**env, **chosen}, line
 
 
 async def _watch(

@@ -9,6 +9,7 @@ import orjson
 import pytest
 
 from tests.support.processes import run_verdictflow, settings_env
+from verdictflow.embedders import neural_installed
 from verdictflow.streams.broker import EmbeddedBroker
 
 pytestmark = pytest.mark.broker
@@ -77,3 +78,5 @@ def test_dev_runs_the_whole_pipeline_and_checks_it(tmp_path):
     )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert "63 verdicts, 2 dead letters, 0 missing, 0 differing from offline eval" in result.stdout
+    expected = "sentence-transformers, all-MiniLM" if neural_installed() else "hashing"
+    assert f"embedder {expected}" in " ".join(result.stdout.split())

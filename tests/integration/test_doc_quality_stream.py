@@ -16,8 +16,10 @@ import orjson
 import pytest
 
 from tests.support.doc_quality_checks import batch_scores, differences, stream_until_agrees
+from tests.support.neural import needs_neural
 from tests.support.processes import run_verdictflow
-from verdictflow.evaluators.doc_quality import graph_degree
+from verdictflow.embedders import make_embedder
+from verdictflow.evaluators.doc_quality import QualityConfig, graph_degree
 from verdictflow.samples.doc_corpus import DocTraffic, generate
 from verdictflow.scoring_jobs.replay import replay
 from verdictflow.scoring_jobs.score_quality import degrees_of
@@ -44,6 +46,28 @@ def test_stream_quality_equals_batch(settings_factory, worker_factory, tmp_path,
     for doc_id, row in stream.items():
         assert row["features"]["graph"] == graph_degree(degrees.get(doc_id, 0))
     assert len(stream) == len(traffic.final_docs)
+
+
+@needs_neural
+def test_stream_quality_equals_batch_with_minilm(
+    settings_factory, worker_factory, tmp_path, monkeypatch
+):
+    """Documents without a vector are embedded by MiniLM in the worker and in the batch
+    inputs; the scores agree to 1e-9 and every row's digest names the embedder."""
+    monkeypatch.setenv("VERDICTFLOW_QUALITY_EMBEDDER", "sentence-transformers")  # both sides
+    traffic = generate(60, seed=11)
+    embedder = make_embedder("sentence-transformers", 384)
+    batch = batch_scores(traffic, tmp_path, embedder)
+    settings = settings_factory()
+    worker = worker_factory(settings)
+    asyncio.run(replay(traffic.doc_lines, "docs", settings))
+    asyncio.run(replay(traffic.edge_lines, "doc-edges", settings))
+    stream = stream_until_agrees(settings, batch, worker)
+    problems = differences(stream, batch)
+    assert not problems, "\n".join(problems[:10]) + "\n" + worker.log()[-2000:]
+    expected = QualityConfig(embedder=embedder.version).digest()
+    assert expected != QualityConfig().digest()
+    assert {row["config_digest"] for row in stream.values()} == {expected}
 
 
 def test_export_quality_writes_the_batch_files(settings_factory, worker_factory, tmp_path):

@@ -13,6 +13,7 @@ import pytest
 from asgi_lifespan import LifespanManager
 
 from tests.support.api_client import close_all, open_client
+from tests.support.neural import needs_neural
 from tests.support.retrieval_corpus import TEXTS
 from verdictflow.evaluators.embedding import embed_texts
 from verdictflow.rerank_api import ApiSettings, create_app
@@ -210,6 +211,24 @@ async def test_lexical_and_hybrid_modes_rank_the_keyword_match_first(
     default = (await client.post("/search", json={"q": "partitions log"})).json()
     assert default["mode"] == "LEXICAL"
     assert default["items"][0]["doc_id"] == "kafka"
+
+
+@needs_neural
+async def test_minilm_finds_a_paraphrase_without_shared_words(
+    corpus: Path, client_for: Any
+) -> None:
+    query = {"q": "How do I bake a sweet loaf from overripe fruit?", "top_k": 1}
+    hashing = await client_for(settings(corpus))
+    hashed = (await hashing.post("/search", json={**query, "top_k": 5})).json()["items"]
+    assert all(item["score"] == 0.0 for item in hashed)  # no shared word: blind
+    neural = await client_for(settings(corpus, embedder="sentence-transformers", fusion="combsum"))
+    dense = (await neural.post("/search", json=query)).json()["items"][0]
+    assert dense["doc_id"] == "bread"
+    assert dense["score"] > 0.3
+    hybrid = await neural.post("/search", json={**query, "mode": "hybrid"})
+    assert hybrid.json()["items"][0]["doc_id"] == "bread"
+    health = (await neural.get("/healthz")).json()
+    assert health["embedder"].startswith("vf-st/2:all-MiniLM-L6-v2:dim=384:weights=")
 
 
 async def test_healthz_and_metrics_report_state(

@@ -11,6 +11,8 @@ from verdictflow.rerank_api.blend import (
     Weights,
     blend,
     candidate_count,
+    combsum_fusion,
+    fuse,
     normalise_by_max,
     reciprocal_rank_fusion,
 )
@@ -47,6 +49,27 @@ def test_rrf_is_one_for_a_document_first_everywhere_and_sorted() -> None:
     assert fused[0] == ("a", 1.0)
     assert [d for d, _ in fused] == ["a", "c", "b"]
     assert reciprocal_rank_fusion([]) == []
+
+
+def test_combsum_averages_max_normalised_scores_with_a_floor_for_absent_documents() -> None:
+    dense = [("a", 0.8), ("b", 0.4), ("c", 0.2)]
+    bm25 = [("b", 12.0), ("d", 6.0)]
+    fused = dict(combsum_fusion([dense, bm25]))
+    # dense /0.8 -> a 1, b .5, c .25; bm25 /12 -> b 1, d .5; absent: the list's lowest value
+    assert fused == pytest.approx({"a": (1 + 0.5) / 2, "b": (0.5 + 1) / 2, "c": (0.25 + 0.5) / 2,
+                                   "d": (0.25 + 0.5) / 2})  # fmt: skip
+    order = [d for d, _ in combsum_fusion([dense, bm25])]
+    assert order == ["a", "b", "c", "d"]  # a and b tie at 0.75: by doc_id; so do c and d
+    assert combsum_fusion([dense, []]) == [(d, s / 0.8) for d, s in dense]
+    assert combsum_fusion([[], []]) == []
+
+
+def test_fuse_names_each_method_and_refuses_others() -> None:
+    lists = [[("a", 0.9), ("b", 0.1)], [("b", 3.0), ("a", 1.0)]]
+    assert fuse("rrf", lists) == reciprocal_rank_fusion([["a", "b"], ["b", "a"]])
+    assert fuse("combsum", lists) == combsum_fusion(lists)
+    with pytest.raises(ValueError, match="unknown fusion 'max'"):
+        fuse("max", lists)  # type: ignore[arg-type]
 
 
 def test_normalise_by_max_drops_non_positive_scores() -> None:

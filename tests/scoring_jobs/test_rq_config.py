@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.neural import needs_neural
+from verdictflow import embedders
 from verdictflow.scoring_jobs.rq_config import load_config
 from verdictflow.scoring_jobs.rq_inputs import RQInputError
 
@@ -64,6 +66,33 @@ def test_digest_follows_what_changes_rankings(tmp_path: Path, quality: Path) -> 
     assert load_config(write(tmp_path / "d.yaml", BLENDED)).digest != base
 
 
+def test_fusion_counts_in_hybrid_mode_only(tmp_path: Path) -> None:
+    def digest(text: str) -> str:
+        return load_config(write(tmp_path / "c.yaml", text)).digest
+
+    assert digest("mode: hybrid\n") == digest("mode: hybrid\nfusion: rrf\n")
+    assert digest("mode: hybrid\nfusion: combsum\n") != digest("mode: hybrid\n")
+    assert digest("mode: dense\nfusion: combsum\n") == digest("mode: dense\n")
+
+
+def test_neural_embedder_without_weights_is_one_clear_line(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.delenv(embedders.MODEL_DIR_ENV, raising=False)
+    monkeypatch.setattr(embedders, "packaged_model_dir", lambda: None)
+    path = write(tmp_path / "c.yaml", "embedder: sentence-transformers\n")
+    with pytest.raises(RQInputError, match=r"c\.yaml: no local sentence-transformers weights"):
+        load_config(path)
+
+
+@needs_neural
+def test_neural_digest_is_the_weights_not_the_directory_name(tmp_path: Path) -> None:
+    packaged = embedders.packaged_model_dir()
+    assert packaged is not None
+    named = f"embedder: sentence-transformers\nembed_model_dir: {packaged}\n"
+    default = load_config(write(tmp_path / "a.yaml", "embedder: sentence-transformers\n"))
+    assert load_config(write(tmp_path / "b.yaml", named)).digest == default.digest
+    assert default.digest != load_config(write(tmp_path / "c.yaml", "{}\n")).digest
+
+
 def test_quality_source_is_irrelevant_without_quality_weight(tmp_path: Path, quality: Path) -> None:
     with_file = "weights: {w_cos: 1.0, w_quality: 0.0}\nquality: q/id_quality.jsonl\n"
     without = "weights: {w_cos: 1.0, w_quality: 0.0}\nquality: none\n"
@@ -89,6 +118,8 @@ def test_artifacts_means_score_quality_default_output(tmp_path: Path) -> None:
         ("mode: sparse\n", "mode: Input should be 'dense', 'lexical' or 'hybrid'"),
         ("quality: missing.jsonl\n", "missing.jsonl does not exist"),
         ("url: http://h:1\nembedder: hashing\n", "the server owns embedder"),
+        ("url: http://h:1\nfusion: combsum\n", "the server owns fusion"),
+        ("fusion: max\n", "fusion: Input should be 'rrf' or 'combsum'"),
         ("url: ftp://h\n", "url: String should match pattern"),
     ],
 )

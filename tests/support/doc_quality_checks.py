@@ -13,9 +13,9 @@ from verdictflow.samples.doc_corpus import DocTraffic
 from verdictflow.scoring_jobs.export_quality import latest_rows, read_quality_rows
 
 
-def batch_scores(traffic: DocTraffic, tmp_path) -> dict[str, dict]:
+def batch_scores(traffic: DocTraffic, tmp_path, embedder=None) -> dict[str, dict]:
     npz, edges = tmp_path / "corpus.npz", tmp_path / "edges.jsonl"
-    traffic.write_batch_inputs(npz, edges)
+    traffic.write_batch_inputs(npz, edges, embedder=embedder)
     out = tmp_path / "batch.jsonl"
     args = ["--npz", npz, "--index", tmp_path / "none.index", "--edges", edges]
     proc = run_verdictflow("score-quality", *args, "--out-jsonl", out, "--out-npz", tmp_path / "b")

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import faust
@@ -32,6 +33,7 @@ import orjson
 from verdictflow.agents import doc_quality_state as state
 from verdictflow.agents.doc_quality_index import DocIndexReader
 from verdictflow.cpesh import CpeshClient
+from verdictflow.embedders import make_embedder
 from verdictflow.evaluators.doc_quality import QualityConfig
 from verdictflow.exceptions import InvalidEvent
 from verdictflow.models.codec import decode, encode
@@ -175,9 +177,12 @@ def register(
         partitions=settings.partitions,
         store=table_store(quality),
     )
-    reader = DocIndexReader(settings, quality, config)
+    embedder = make_embedder(quality.embedder, quality.dim, quality.embed_model_dir)
+    if quality.embedder != "hashing":
+        config = replace(config, embedder=embedder.version)
+    reader = DocIndexReader(settings, quality, config, embedder)
     app.add_dependency(reader)
-    cpesh = CpeshClient(cpesh_settings) if config.use_cpesh else None
+    cpesh = CpeshClient(cpesh_settings, embedder) if config.use_cpesh else None
     if cpesh is not None:
 
         @app.task  # type: ignore[untyped-decorator]

@@ -4,7 +4,9 @@ Near-duplicates need all documents, not only the partitions a worker owns, so ea
 runs this reader: a plain aiokafka consumer with no group, assigned every partition of
 ``docs`` from the beginning, applying upserts and deletes to a
 :class:`~verdictflow.evaluators.dup_index.DuplicateIndex`. Documents without a vector are
-embedded with the project's default embedder (one batch per fetch).
+embedded with the configured embedder (``VERDICTFLOW_QUALITY_EMBEDDER``), in a worker thread:
+a neural model takes tens of milliseconds per document, and the event loop also carries the
+consumer group's heartbeats.
 
 Why :meth:`DocIndexReader.sync`: before an agent scores a batch, it waits until the reader has
 applied everything that was on ``docs`` at that moment (the end offsets, fetched now). For two
@@ -35,7 +37,7 @@ from mode import Service
 from verdictflow.agents.doc_quality_state import vector_problem
 from verdictflow.evaluators.doc_quality import QualityConfig
 from verdictflow.evaluators.dup_index import DuplicateIndex, VectorError, unit_rows
-from verdictflow.evaluators.embedding import embed_texts
+from verdictflow.evaluators.embedding import Embedder
 from verdictflow.exceptions import InvalidEvent
 from verdictflow.models.codec import decode
 from verdictflow.models.events import DocUpdate
@@ -57,10 +59,12 @@ class DocIndexReader(Service):
         settings: Settings,
         quality: QualitySettings,
         config: QualityConfig,
+        embedder: Embedder,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self._settings = settings
+        self._embedder = embedder
         self._dim = quality.dim
         self._sync_timeout = quality.sync_timeout_seconds
         self._faiss_threads = quality.faiss_threads
@@ -121,13 +125,15 @@ class DocIndexReader(Service):
         while True:
             batches = await self._consumer.getmany(timeout_ms=200, max_records=2000)
             for tp, messages in batches.items():
-                self.apply([m.value for m in messages])
+                updates = self.decode([m.value for m in messages])
+                vectors = await asyncio.to_thread(self.embed_missing, updates)
+                self.apply(updates, vectors)
                 self._positions[tp] = messages[-1].offset + 1
             if batches:
                 self._progress.set()
 
-    def apply(self, values: list[bytes | None]) -> None:
-        """Apply records in order; one that the docs agent would dead-letter is skipped."""
+    def decode(self, values: list[bytes | None]) -> list[DocUpdate]:
+        """The records the docs agent would accept (one it would dead-letter is skipped)."""
         updates: list[DocUpdate] = []
         for value in values:
             try:
@@ -136,8 +142,16 @@ class DocIndexReader(Service):
                 continue
             if vector_problem(update, self._dim) is None:
                 updates.append(update)
+        return updates
+
+    def embed_missing(self, updates: list[DocUpdate]) -> np.ndarray:
+        """Vectors of the upserts that came without one, in order (runs in a thread)."""
         texts = [u.text for u in updates if u.op == "upsert" and u.vector is None]
-        embedded = iter(embed_texts(texts, self._dim) if texts else np.zeros((0, self._dim)))
+        return self._embedder.embed(texts) if texts else np.zeros((0, self._dim), np.float32)
+
+    def apply(self, updates: list[DocUpdate], vectors: np.ndarray) -> None:
+        """Apply decoded updates in order, with ``vectors`` from :meth:`embed_missing`."""
+        embedded = iter(vectors)
         for u in updates:
             if u.op == "delete":
                 self.index.remove(u.doc_id)

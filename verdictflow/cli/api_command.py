@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from pydantic import ValidationError
 
 from verdictflow.cli.options import (
     BrokerOpt,
@@ -31,9 +32,20 @@ def api(
     mode: Annotated[
         str | None, typer.Option(help="Default retrieval mode: dense, lexical or hybrid")
     ] = None,
+    embedder: Annotated[
+        str | None,
+        typer.Option(
+            help="Query (and vector-less document) embedder: hashing or sentence-transformers "
+            "(extra [st]; VERDICTFLOW_API_EMBEDDER)"
+        ),
+    ] = None,
+    fusion: Annotated[
+        str | None, typer.Option(help="Hybrid mode's fusion: rrf or combsum (default rrf)")
+    ] = None,
     log_level: Annotated[str, typer.Option(help="debug, info, warning")] = "info",
 ) -> None:
     """Serve POST /search, GET /healthz and /metrics: topics (--broker) or artifacts (--npz)."""
+    from verdictflow.embedders import make_embedder
     from verdictflow.rerank_api.server import serve
     from verdictflow.rerank_api.settings import ApiSettings
 
@@ -44,10 +56,23 @@ def api(
     if npz is not None and broker is not None:
         raise typer.BadParameter("give either --broker (topic mode) or --npz (artifact mode)")
     given: dict[str, Any] = {"host": host, "port": port, "npz": npz, "quality": quality}
-    given.update(index=index, mode=mode)
+    given.update(index=index, mode=mode, embedder=embedder, fusion=fusion)
     overrides = {k: v for k, v in given.items() if v is not None}
     if npz is not None:
         overrides["source"] = "artifacts"
-    api_settings = ApiSettings(**overrides)  # type: ignore[arg-type,unused-ignore]
+    try:
+        api_settings = ApiSettings(**overrides)  # type: ignore[arg-type,unused-ignore]
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(p) for p in error["loc"])
+        raise typer.BadParameter(f"{where}: {error['msg']}") from None
+    # Before uvicorn starts, so that a missing model is one line and exit 2 (EmbedderUnavailable
+    # is a VerdictflowError); loaded once per process, the app's start-up reuses it.
+    make_embedder(
+        api_settings.embedder,
+        api_settings.dim,
+        api_settings.embed_model_dir,
+        api_settings.embed_threads,
+    )
     streams = build_settings(broker=broker, prefix=prefix) if npz is None else None
     serve(api_settings, streams, log_level)

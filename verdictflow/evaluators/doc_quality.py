@@ -40,6 +40,10 @@ class QualityConfig:
     kdup: int = 5
     dup_threshold: float = 0.999
     use_cpesh: bool = False
+    #: The version string of the embedder that gave documents without a vector their vector
+    #: (and CPESH's answers theirs), when it is not the offline default. None (the hashing
+    #: default) leaves it out of the digest, so digests from before it existed still match.
+    embedder: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("w_text", "w_graph", "w_dup", "w_cpesh", "dup_threshold"):
@@ -55,8 +59,11 @@ class QualityConfig:
         return cls(**policy.model_dump())
 
     def digest(self) -> str:
-        """sha256 of the canonical JSON of the configuration."""
-        return hashlib.sha256(orjson.dumps(asdict(self), option=orjson.OPT_SORT_KEYS)).hexdigest()
+        """sha256 of the canonical JSON of the configuration (``embedder`` only when set)."""
+        fields = asdict(self)
+        if fields["embedder"] is None:
+            del fields["embedder"]
+        return hashlib.sha256(orjson.dumps(fields, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
 def clamp01(x: float) -> float:

@@ -33,9 +33,9 @@ from fastapi.routing import APIRoute
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.exceptions import HTTPException
 
+from verdictflow.embedders import make_embedder
 from verdictflow.rerank_api import artifacts, runtime
 from verdictflow.rerank_api.blend import Weights
-from verdictflow.rerank_api.embedders import make_embedder
 from verdictflow.rerank_api.follower import TopicFollower
 from verdictflow.rerank_api.metrics import ApiMetrics
 from verdictflow.rerank_api.openapi import (
@@ -98,8 +98,8 @@ StateDep = Annotated[ServiceState, Depends(get_state)]
 
 def build_retriever(api: ApiSettings) -> Retriever:
     limits = SearchLimits(api.overfetch, api.min_candidates, api.max_candidates)
-    embedder = make_embedder(api.embedder, api.dim, api.embed_model_dir)
-    return Retriever(embedder, api.index_config, limits)
+    embedder = make_embedder(api.embedder, api.dim, api.embed_model_dir, api.embed_threads)
+    return Retriever(embedder, api.index_config, limits, api.fusion, api.query_cache)
 
 
 def load_artifacts(api: ApiSettings, retriever: Retriever) -> None:
@@ -406,6 +406,7 @@ def _install_routes(app: FastAPI, api: ApiSettings) -> None:
             weights={"w_cos": state.settings.w_cos, "w_quality": state.settings.w_quality},
             embedder=r.embedder.version,
             index=r.index.stats(),
+            query_cache=r.query_cache_stats(),
         )
 
     @app.get(

@@ -7,15 +7,17 @@ the index's internal order or on dict iteration. A document without a quality ro
 sunk relative to an average document.
 
 ``score`` is the retrieval mode's relevance: the cosine in dense mode, BM25 divided by the
-query's best BM25 score in lexical mode (so the top document scores 1), and the normalised
-reciprocal-rank fusion of both in hybrid mode. All three are at most 1, so one pair of weights
-means the same thing in every mode.
+query's best BM25 score in lexical mode (so the top document scores 1), and in hybrid mode
+the fusion of both lists: normalised reciprocal-rank fusion (``rrf``, the default) or the mean
+of the max-normalised scores (``combsum``). All are at most 1, so one pair of weights means the
+same thing in every mode.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 DEFAULT_QUALITY = 0.5
 #: The usual RRF constant (Cormack, Clarke and Buettcher 2009); it damps the head of each list.
@@ -92,6 +94,45 @@ def reciprocal_rank_fusion(
             fused[doc_id] = fused.get(doc_id, 0.0) + 1.0 / (k + rank)
     ceiling = len(rankings) / (k + 1)
     return sorted(((d, s / ceiling) for d, s in fused.items()), key=lambda ds: (-ds[1], ds[0]))
+
+
+Fusion = Literal["rrf", "combsum"]
+FUSIONS: tuple[Fusion, ...] = ("rrf", "combsum")
+
+
+def combsum_fusion(scored: Sequence[Sequence[tuple[str, float]]]) -> list[tuple[str, float]]:
+    """CombSUM (Fox and Shaw 1994) of max-normalised scores, averaged over the lists.
+
+    Each list's scores are divided by its best (:func:`normalise_by_max`: the top document of
+    each list gets 1.0); a document absent from a list gets that list's lowest normalised score
+    (it ranked below everything the list returned), and the fused score is the mean over the
+    lists, so it lies in [0, 1] like a cosine. Equal weights: nothing is fitted to a data set.
+    Sorted by fused score descending, ties by doc_id.
+    """
+    normalised = [dict(normalise_by_max(ranking)) for ranking in scored]
+    normalised = [n for n in normalised if n]
+    if not normalised:
+        return []
+    floors = [min(n.values()) for n in normalised]
+    ids = sorted({d for n in normalised for d in n})
+    fused = [
+        (
+            d,
+            sum(n.get(d, floor) for n, floor in zip(normalised, floors, strict=True))
+            / len(normalised),
+        )
+        for d in ids
+    ]
+    return sorted(fused, key=lambda ds: (-ds[1], ds[0]))
+
+
+def fuse(fusion: Fusion, scored: Sequence[Sequence[tuple[str, float]]]) -> list[tuple[str, float]]:
+    """Fuse ranked ``(doc_id, score)`` lists (each best first) by the named method."""
+    if fusion == "rrf":
+        return reciprocal_rank_fusion([[d for d, _ in ranking] for ranking in scored])
+    if fusion == "combsum":
+        return combsum_fusion(scored)
+    raise ValueError(f"unknown fusion {fusion!r} (one of {', '.join(FUSIONS)})")
 
 
 def candidate_count(top_k: int, overfetch: int, minimum: int, maximum: int) -> int:

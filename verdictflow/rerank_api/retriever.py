@@ -19,6 +19,7 @@ import time
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal
 
 import numpy as np
@@ -28,11 +29,12 @@ from verdictflow.evaluators.embedding import Embedder
 from verdictflow.models import DocQuality, DocUpdate
 from verdictflow.rerank_api.blend import (
     Blended,
+    Fusion,
     Weights,
     blend,
     candidate_count,
+    fuse,
     normalise_by_max,
-    reciprocal_rank_fusion,
 )
 from verdictflow.rerank_api.lexical import LexicalIndex
 from verdictflow.rerank_api.vector_index import IndexConfig, VectorIndex
@@ -95,6 +97,8 @@ class Retriever:
         embedder: Embedder,
         index_config: IndexConfig,
         limits: SearchLimits | None = None,
+        fusion: Fusion = "rrf",
+        query_cache: int = 0,
     ) -> None:
         if embedder.dim != index_config.dim:
             raise ValueError(
@@ -104,6 +108,14 @@ class Retriever:
         self.index = VectorIndex(index_config)
         self.lexical = LexicalIndex()
         self.limits = limits or SearchLimits()
+        self.fusion: Fusion = fusion
+        # Query vectors by exact query text. An embedder is deterministic (one text, one
+        # vector), so a cached vector is the vector: rankings are identical with or without
+        # the cache. It matters for a neural embedder, whose ~10 ms per query would otherwise
+        # cap a 2-core replica near 100 req/s (docs/retriever.md, Embedders).
+        self.query_vector = (
+            lru_cache(maxsize=query_cache)(self._embed_query) if query_cache else self._embed_query
+        )
         self.docs: dict[str, DocMeta] = {}
         self.quality: dict[str, float] = {}
         self._quality_versions: dict[str, int | None] = {}
@@ -216,7 +228,7 @@ class Retriever:
         """Retrieve, filter by lane, blend with quality, rank (ties by doc_id)."""
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
-        qvec = self.embedder.embed([query]) if mode != "lexical" else None
+        qvec = self.query_vector(query) if mode != "lexical" else None
         timings["embed"] = time.perf_counter() - t0
         lim = self.limits
         n = candidate_count(top_k, lim.overfetch, lim.min_candidates, lim.max_candidates)
@@ -237,6 +249,20 @@ class Retriever:
         timings["total"] = time.perf_counter() - t0
         return SearchOutcome(hits, timings)
 
+    def _embed_query(self, query: str) -> npt.NDArray[np.float32]:
+        vector: npt.NDArray[np.float32] = self.embedder.embed([query])
+        vector.setflags(write=False)  # shared by every search of this text
+        return vector
+
+    def query_cache_stats(self) -> dict[str, int]:
+        """Hits, misses and entries of the query-vector cache (zeros when it is off)."""
+        info = getattr(self.query_vector, "cache_info", None)
+        if info is None:
+            return {"hits": 0, "misses": 0, "entries": 0, "capacity": 0}
+        stats = info()
+        return {"hits": stats.hits, "misses": stats.misses, "entries": stats.currsize,
+                "capacity": stats.maxsize or 0}  # fmt: skip
+
     def _candidates(
         self, query: str, qvec: npt.NDArray[np.float32] | None, n: int, mode: Mode
     ) -> list[tuple[str, float]]:
@@ -248,8 +274,7 @@ class Retriever:
             return normalise_by_max(lexical)
         assert qvec is not None
         dense = self.index.search(qvec, n)[0]
-        fused = reciprocal_rank_fusion([[d for d, _ in dense], [d for d, _ in lexical]])
-        return fused[:n]
+        return fuse(self.fusion, [dense, lexical])[:n]
 
     def _in_lane(self, doc_id: str, lane: str | None) -> bool:
         """A document without a lane belongs to every lane (see docs/retriever.md, decisions)."""

@@ -146,6 +146,8 @@ class Health(BaseModel):
     weights: dict[str, float]
     embedder: str
     index: dict[str, int | str]
+    #: The query-vector cache: hits, misses, entries, capacity.
+    query_cache: dict[str, int]
 
 
 class StageLatency(BaseModel):

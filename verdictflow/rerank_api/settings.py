@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from verdictflow.rerank_api.blend import Weights
+from verdictflow.rerank_api.blend import Fusion, Weights
 from verdictflow.rerank_api.schemas import (
     DEFAULT_MAX_QUERY_CHARS,
     DEFAULT_MAX_TOP_K,
@@ -43,10 +43,17 @@ class ApiSettings(BaseSettings):
     w_cos: Weight = Field(0.85, validation_alias=AliasChoices("LNSP_W_COS", "w_cos"))
     w_quality: Weight = Field(0.15, validation_alias=AliasChoices("LNSP_W_QUALITY", "w_quality"))
     mode: Mode = "dense"
+    #: How hybrid mode fuses the dense and BM25 lists: ``rrf`` or ``combsum`` (blend.py).
+    fusion: Fusion = "rrf"
     embedder: Literal["hashing", "sentence-transformers"] = "hashing"
     embed_model_dir: str | None = Field(
         None, validation_alias=AliasChoices("LNSP_EMBED_MODEL_DIR", "embed_model_dir")
     )
+    #: Threads of one query embedding (neural embedder). 1: requests run side by side on the
+    #: search threads instead of one request's matrix products taking every core.
+    embed_threads: Annotated[int, Field(ge=1, le=64)] = 1
+    #: Query vectors kept by exact query text (LRU; 0: off). 10,000 x 384 floats: ~16 MB.
+    query_cache: Annotated[int, Field(ge=0, le=10_000_000)] = 10_000
     dim: Annotated[int, Field(ge=8, le=4096)] = 384
     #: Limits of a /search request; the request model and the OpenAPI document are built from
     #: them (rerank_api/schemas.py), so the schema states exactly what is enforced.

@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
-from verdictflow.evaluators.embedding import embed_texts
+from verdictflow.evaluators.embedding import Embedder, default_embedder
 
 WORDS = [
     "ocean",
@@ -89,22 +89,29 @@ class DocTraffic:
             else:
                 self.final_edges.discard((src, dst))
 
-    def write_batch_inputs(self, npz: Path, edges: Path, dim: int = 384) -> None:
-        """The final corpus as the batch tool's NPZ (row order = doc_id order) and edges."""
+    def write_batch_inputs(
+        self, npz: Path, edges: Path, dim: int = 384, embedder: Embedder | None = None
+    ) -> None:
+        """The final corpus as the batch tool's NPZ (row order = doc_id order) and edges;
+        documents without a vector get ``embedder``'s (the default embedder's when None)."""
         ids = sorted(self.final_docs)
         texts = [self.final_docs[d][0] for d in ids]
-        np.savez(npz, vectors=corpus_vectors(self, ids, dim), doc_ids=np.array(ids, dtype=str),
+        vectors = corpus_vectors(self, ids, dim, embedder)
+        np.savez(npz, vectors=vectors, doc_ids=np.array(ids, dtype=str),
                  concept_texts=np.array(texts, dtype=str))  # fmt: skip
         lines = [orjson.dumps({"src": s, "dst": d}) for s, d in sorted(self.final_edges)]
         edges.write_bytes(b"".join(ln + b"\n" for ln in lines))
 
 
-def corpus_vectors(traffic: DocTraffic, ids: list[str], dim: int) -> npt.NDArray[np.float32]:
-    """Given vectors as float32; the others embedded with the default embedder."""
+def corpus_vectors(
+    traffic: DocTraffic, ids: list[str], dim: int, embedder: Embedder | None = None
+) -> npt.NDArray[np.float32]:
+    """Given vectors as float32; the others embedded by ``embedder`` (default: hashing)."""
     out = np.zeros((len(ids), dim), dtype=np.float32)
     missing = [i for i, d in enumerate(ids) if traffic.final_docs[d][1] is None]
     if missing:
-        out[missing] = embed_texts([traffic.final_docs[ids[i]][0] for i in missing], dim)
+        texts = [traffic.final_docs[ids[i]][0] for i in missing]
+        out[missing] = (embedder or default_embedder(dim)).embed(texts)
     for i, d in enumerate(ids):
         vec = traffic.final_docs[d][1]
         if vec is not None:

@@ -61,6 +61,7 @@ def _system(
     loaded = load_config(config)
     corpus, queries, qids, k = build
     task = progress.add_task(f"system {label}: ranking queries", total=len(qids))
+    embed_task = progress.add_task(f"system {label}: embedding the corpus", total=None)
     return config_system(
         label,
         loaded,
@@ -69,6 +70,7 @@ def _system(
         qids,
         k,
         lambda i, n: progress.update(task, completed=i, total=n),
+        lambda i, n: progress.update(embed_task, completed=i, total=n),
     )
 
 

@@ -5,7 +5,9 @@ own code (embedder, FAISS index, BM25, blend), or a running ``/search`` to query
 
     name: blended            # a label only (not in the digest)
     mode: dense              # dense | lexical | hybrid
+    fusion: rrf              # hybrid only: rrf | combsum
     embedder: hashing        # hashing | sentence-transformers (local weights only)
+    embed_model_dir: null    # sentence-transformers: a local model (default: the packaged one)
     dim: 384
     index: auto              # flat | hnsw | auto (the API's rule: HNSW from 20,000 documents)
     candidate_depth: null    # candidates blended per query (at least k); null: the API's rule
@@ -34,13 +36,15 @@ import orjson
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from verdictflow.rerank_api.blend import Fusion
 from verdictflow.scoring_jobs.rq_inputs import RQInputError, file_digest
 
 Weight = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 #: score-quality's default ``--out-jsonl``.
 ARTIFACTS_QUALITY = Path("artifacts/id_quality.jsonl")
 #: Keys that only an in-process retriever uses; a ``url`` config may not set them.
-_IN_PROCESS_KEYS = ("embedder", "dim", "index", "candidate_depth", "quality")
+_IN_PROCESS_KEYS = ("embedder", "embed_model_dir", "dim", "index", "candidate_depth", "quality",
+                    "fusion")  # fmt: skip
 
 
 class BlendWeights(BaseModel):
@@ -58,6 +62,7 @@ class RetrieverConfig(BaseModel):
     name: str | None = None
     url: str | None = Field(None, pattern=r"^https?://")
     mode: Literal["dense", "lexical", "hybrid"] = "dense"
+    fusion: Fusion = "rrf"
     embedder: Literal["hashing", "sentence-transformers"] = "hashing"
     embed_model_dir: str | None = None
     dim: Annotated[int, Field(ge=8, le=4096)] = 384
@@ -117,14 +122,26 @@ def behaviour(config: RetrieverConfig, quality_digest: str | None) -> dict[str, 
         return settings
     settings["embedder"] = config.embedder
     if config.embedder != "hashing":
-        settings["embed_model"] = Path(config.embed_model_dir or "default").name
+        settings["embed_model_sha256"] = _weights_sha256(config.embed_model_dir)
     settings["dim"] = config.dim
+    if config.mode == "hybrid":
+        settings["fusion"] = config.fusion
     if config.mode != "lexical":
         settings["index"] = config.index
     settings["candidate_depth"] = config.candidate_depth
     if config.weights.w_quality > 0:
         settings["quality_sha256"] = quality_digest
     return settings
+
+
+def _weights_sha256(model_dir: str | None) -> str:
+    """The neural embedder's weights digest (its identity in the behavioural digest)."""
+    from verdictflow.embedders import EmbedderUnavailable, resolve_model_dir, weights_digest
+
+    try:
+        return weights_digest(resolve_model_dir(model_dir))
+    except EmbedderUnavailable as exc:
+        raise RQInputError(str(exc)) from None
 
 
 def config_digest(config: RetrieverConfig, quality_digest: str | None) -> str:
@@ -157,9 +174,8 @@ def load_config(path: Path) -> LoadedConfig:
         if not quality_path.is_file():
             raise RQInputError(f"{path}: quality file {quality_path} does not exist")
         quality_digest = file_digest(quality_path)
-    return LoadedConfig(
-        path=path,
-        config=config,
-        quality_path=quality_path,
-        digest=config_digest(config, quality_digest),
-    )
+    try:
+        digest = config_digest(config, quality_digest)
+    except RQInputError as exc:
+        raise RQInputError(f"{path}: {exc}") from None
+    return LoadedConfig(path=path, config=config, quality_path=quality_path, digest=digest)

@@ -19,7 +19,9 @@ per-query candidates (score, quality, final score) for ``--emit-traces``; a run 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,12 +29,15 @@ from typing import Any
 
 import faiss
 import httpx
+import numpy as np
+import numpy.typing as npt
 
+from verdictflow.embedders import make_embedder
+from verdictflow.evaluators.embedding import Embedder
 from verdictflow.evaluators.retrieval_metrics import rank_by_score
 from verdictflow.exceptions import VerdictflowError
 from verdictflow.rerank_api.artifacts import load_quality
 from verdictflow.rerank_api.blend import Weights
-from verdictflow.rerank_api.embedders import make_embedder
 from verdictflow.rerank_api.retriever import DocMeta, Retriever, SearchLimits
 from verdictflow.rerank_api.vector_index import IndexConfig
 from verdictflow.scoring_jobs.rq_config import LoadedConfig, RetrieverConfig
@@ -88,19 +93,51 @@ def _limits(config: RetrieverConfig) -> SearchLimits:
     return SearchLimits(overfetch=1, min_candidates=depth, max_candidates=depth)
 
 
-def build_retriever(loaded: LoadedConfig, corpus: Sequence[Document]) -> Retriever:
+def build_retriever(
+    loaded: LoadedConfig, corpus: Sequence[Document], progress: Progress | None = None
+) -> Retriever:
     """The API's retriever over ``corpus`` (texts embedded here) plus the config's quality."""
     config = loaded.config
     faiss.omp_set_num_threads(1)
     try:
-        embedder = make_embedder(config.embedder, config.dim, config.embed_model_dir)
-        retriever = Retriever(embedder, _index_config(config), _limits(config))
-        retriever.load([DocMeta(d.doc_id, d.text) for d in corpus], None)
+        embedder = make_embedder(
+            config.embedder, config.dim, config.embed_model_dir, threads=os.cpu_count() or 1
+        )
+        retriever = Retriever(embedder, _index_config(config), _limits(config), config.fusion)
+        vectors = corpus_vectors(embedder, corpus, progress)
+        retriever.load([DocMeta(d.doc_id, d.text) for d in corpus], vectors)
         if loaded.quality_path is not None:
             retriever.load_quality(load_quality(loaded.quality_path))
     except VerdictflowError as exc:
         raise RQInputError(f"{loaded.path}: {exc}") from None
     return retriever
+
+
+#: Corpus vectors by (embedder version, corpus digest): systems A and B with the same
+#: embedder embed the corpus once (a neural model takes minutes on a few thousand documents).
+_VECTORS: dict[tuple[str, str], npt.NDArray[np.float32]] = {}
+_EMBED_CHUNK = 64
+
+
+def corpus_vectors(
+    embedder: Embedder, corpus: Sequence[Document], progress: Progress | None = None
+) -> npt.NDArray[np.float32]:
+    """The corpus texts embedded (in chunks, reporting progress), reused across systems."""
+    texts = [d.text for d in corpus]
+    digest = hashlib.sha256()
+    for doc in corpus:
+        digest.update(doc.doc_id.encode() + b"\0" + doc.text.encode() + b"\0")
+    key = (embedder.version, digest.hexdigest())
+    if key not in _VECTORS:
+        out = np.zeros((len(texts), embedder.dim), dtype=np.float32)
+        for start in range(0, len(texts), _EMBED_CHUNK):
+            chunk = texts[start : start + _EMBED_CHUNK]
+            out[start : start + len(chunk)] = embedder.embed(chunk)
+            if progress is not None:
+                progress(start + len(chunk), len(texts))
+        _VECTORS.clear()  # keep one corpus: the vectors of a large one take hundreds of MB
+        _VECTORS[key] = out
+    return _VECTORS[key]
 
 
 def config_system(
@@ -111,6 +148,7 @@ def config_system(
     qids: Sequence[str],
     k: int,
     progress: Progress | None = None,
+    embed_progress: Progress | None = None,
 ) -> System:
     """A system from a config: in-process retriever, or a running ``/search`` (``url``)."""
     if loaded.config.url is not None:
@@ -118,7 +156,8 @@ def config_system(
         return traced_system(label, loaded, "url", results)
     if corpus is None:
         raise RQInputError(f"{loaded.path}: an in-process retriever needs --corpus")
-    results = search_in_process(loaded, build_retriever(loaded, corpus), queries, qids, k, progress)
+    retriever = build_retriever(loaded, corpus, embed_progress)
+    results = search_in_process(loaded, retriever, queries, qids, k, progress)
     return traced_system(label, loaded, "config", results)
 
 

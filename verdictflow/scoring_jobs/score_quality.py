@@ -1,11 +1,13 @@
 """``verdictflow score-quality``: spec 004's batch quality tool over an NPZ of vectors.
 
 Also ``python -m verdictflow.scoring_jobs.score_quality``. Inputs: an NPZ with ``vectors``
-(float32, n x d), ``doc_ids`` and ``concept_texts`` (n strings; ``tmd_codes`` and
-``lane_indices`` optional and passed through to nothing that scores), a FAISS index built over
-those vectors in row order (built in memory, exactly, when the file is missing), and edges as
-JSONL ``{"src", "dst"}``. Outputs: ``id_quality.jsonl`` (spec format, NPZ row order) and
-``id_quality.npz``. Scores come from the same pure functions the stream agents use.
+(float32, n x d; when absent, the texts are embedded here with ``--embedder``, as the docs
+agent embeds a document that arrives without a vector), ``doc_ids`` and ``concept_texts`` (n
+strings; ``tmd_codes`` and ``lane_indices`` optional and passed through to nothing that
+scores), a FAISS index built over those vectors in row order (built in memory, exactly, when
+the file is missing), and edges as JSONL ``{"src", "dst"}``. Outputs: ``id_quality.jsonl``
+(spec format, NPZ row order) and ``id_quality.npz``. Scores come from the same pure functions
+the stream agents use.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -26,6 +29,7 @@ from rich.progress import Progress
 
 from verdictflow.evaluators import doc_quality as dq
 from verdictflow.evaluators.dup_index import VectorError, batch_dup_counts, unit_rows
+from verdictflow.evaluators.embedding import Embedder
 from verdictflow.exceptions import VerdictflowError
 from verdictflow.models.quality import DocQuality
 
@@ -44,18 +48,31 @@ class Corpus:
     vectors: npt.NDArray[np.float32]
 
 
-def load_npz(path: Path) -> Corpus:
-    """The corpus, checked: required arrays present, lengths equal, ids unique, no NaN."""
+def load_npz(
+    path: Path, embed: Callable[[list[str]], npt.NDArray[np.float32]] | None = None
+) -> Corpus:
+    """The corpus, checked: required arrays present, lengths equal, ids unique, no NaN.
+
+    Without a ``vectors`` array, ``embed`` gives the texts theirs (None: it is required)."""
     if not path.is_file():
         raise QualityInputError(f"{path}: no such NPZ file")
     try:
         data = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as exc:
         raise QualityInputError(f"{path}: not a readable NPZ ({exc})") from None
-    missing = [k for k in ("vectors", "doc_ids", "concept_texts") if k not in data.files]
+    required = (
+        ("doc_ids", "concept_texts")
+        if embed is not None
+        else ("vectors", "doc_ids", "concept_texts")
+    )
+    missing = [k for k in required if k not in data.files]
     if missing:
         raise QualityInputError(f"{path}: missing array(s) {', '.join(missing)}")
-    vectors = np.asarray(data["vectors"])
+    if "vectors" in data.files:
+        vectors = np.asarray(data["vectors"])
+    else:
+        assert embed is not None
+        vectors = embed([str(x) for x in data["concept_texts"]])
     if vectors.ndim != 2 or vectors.shape[0] == 0:
         raise QualityInputError(f"{path}: vectors must be a non-empty n x d array")
     ids = [str(x) for x in data["doc_ids"]]
@@ -190,6 +207,33 @@ def write_outputs(rows: Sequence[DocQuality], out_jsonl: Path, out_npz: Path) ->
         )
 
 
+class EmbedderChoice(StrEnum):
+    hashing = "hashing"
+    sentence_transformers = "sentence-transformers"
+
+
+def _embedder(name: str) -> Embedder:
+    """The docs agent's embedder by that name, at its dimension and model directory."""
+    from verdictflow.embedders import make_embedder
+    from verdictflow.streams.settings import QualitySettings
+
+    settings = QualitySettings()
+    return make_embedder(name, settings.dim, settings.embed_model_dir)
+
+
+def _embed_all(embedder: Embedder, texts: list[str]) -> npt.NDArray[np.float32]:
+    """Embed an NPZ's texts (no vectors given), with a progress bar: a neural model takes
+    tens of milliseconds per document."""
+    out = np.zeros((len(texts), embedder.dim), dtype=np.float32)
+    with Progress(console=err, transient=True) as bar:
+        task = bar.add_task(f"embedding ({embedder.version})", total=len(texts))
+        for start in range(0, len(texts), 64):
+            chunk = texts[start : start + 64]
+            out[start : start + len(chunk)] = embedder.embed(chunk)
+            bar.advance(task, len(chunk))
+    return out
+
+
 def score_quality(
     npz: Annotated[Path, typer.Option("--npz", help="NPZ: vectors, doc_ids, concept_texts")] = Path(
         "artifacts/fw10k_vectors_768.npz"
@@ -219,6 +263,15 @@ def score_quality(
             "--use-cpesh/--no-cpesh", help="Ask the local LLM (LNSP_LLM_*) for margins [policy: no]"
         ),
     ] = None,
+    embedder: Annotated[
+        EmbedderChoice,
+        typer.Option(
+            "--embedder",
+            envvar="VERDICTFLOW_QUALITY_EMBEDDER",
+            help="Embeds texts of an NPZ without vectors and CPESH's answers, as the docs agent "
+            "does; recorded in the config digest unless hashing",
+        ),
+    ] = EmbedderChoice.hashing,
 ) -> None:
     """Score every document of an NPZ (spec 004 IQS) into id_quality.jsonl and .npz.
 
@@ -235,7 +288,10 @@ def score_quality(
     except ValueError as exc:
         raise QualityInputError(str(exc)) from None
     use_cpesh = cfg.use_cpesh
-    corpus = load_npz(npz)
+    embed_with = _embedder(embedder.value)
+    if embedder is not EmbedderChoice.hashing:
+        cfg = replace(cfg, embedder=embed_with.version)
+    corpus = load_npz(npz, lambda texts: _embed_all(embed_with, texts))
     n, dim = corpus.vectors.shape
     faiss_index = load_index(index, dim, n)
     if faiss_index is None:
@@ -248,7 +304,7 @@ def score_quality(
         from verdictflow.cpesh import cpesh_margins
         from verdictflow.streams.settings import CpeshSettings
 
-        margins = asyncio.run(cpesh_margins(corpus.texts, CpeshSettings()))
+        margins = asyncio.run(cpesh_margins(corpus.texts, CpeshSettings(), embed_with))
         deferred = sum(1 for m, _ in margins if m is None)
         if deferred:
             err.print(f"CPESH margin deferred for {deferred} of {n} documents (see reasons)")

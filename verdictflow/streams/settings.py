@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import AliasChoices, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_BROKER = "kafka://127.0.0.1:9092"
@@ -122,6 +122,14 @@ class QualitySettings(BaseSettings):
     #: OpenMP only adds start-up and spin-wait costs: with 2 threads on a busy 2-core machine a
     #: 5k-vector search took 9.4 ms instead of 0.37 ms (measured, see docs/benchmarks.md).
     faiss_threads: Annotated[int, Field(ge=1, le=256)] = 1
+    #: Embedder of documents that arrive without a vector (and of CPESH's answers):
+    #: ``hashing`` (offline default) or ``sentence-transformers`` (extra ``[st]``: the packaged
+    #: all-MiniLM-L6-v2, or the model directory in ``LNSP_EMBED_MODEL_DIR``). Its identity
+    #: goes into every DocQuality row's ``config_digest``.
+    embedder: Literal["hashing", "sentence-transformers"] = "hashing"
+    embed_model_dir: str | None = Field(
+        None, validation_alias=AliasChoices("LNSP_EMBED_MODEL_DIR", "embed_model_dir")
+    )
 
     @model_validator(mode="after")
     def _refuse_moved_knobs(self) -> QualitySettings:

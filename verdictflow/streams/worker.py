@@ -7,12 +7,13 @@ import logging
 
 import faust
 
+from verdictflow.embedders import make_embedder
 from verdictflow.evaluators.policy import load_policy
 from verdictflow.streams.admin import ensure_topics
 from verdictflow.streams.app import create_apps
 from verdictflow.streams.broker import wait_for_kafka
 from verdictflow.streams.kafka_security import aiokafka_security_kwargs
-from verdictflow.streams.settings import Settings
+from verdictflow.streams.settings import QualitySettings, Settings
 from verdictflow.streams.table_migration import check_table_layout
 from verdictflow.streams.worker_metrics import WorkerMetrics
 
@@ -28,6 +29,9 @@ def run_worker(settings: Settings) -> None:
     :class:`~verdictflow.streams.table_migration.TableLayoutError` until it is migrated.
     """
     policy = load_policy(settings.policy)
+    if settings.tier != "nlp":  # the docs agent's embedder, too, fails before anything connects
+        quality = QualitySettings()
+        make_embedder(quality.embedder, quality.dim, quality.embed_model_dir)
     asyncio.run(_prepare(settings))
     asyncio.set_event_loop(asyncio.new_event_loop())
     metrics = None

@@ -1,0 +1,98 @@
+"""Embedder selection: the offline default, the real neural model, and clear failures."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.support.neural import requires_neural
+from verdictflow import embedders
+from verdictflow.embedders import (
+    EmbedderUnavailable,
+    embedder_identity,
+    make_embedder,
+    packaged_model_dir,
+    weights_digest,
+)
+from verdictflow.evaluators.embedding import default_embedder
+
+
+def test_default_is_the_embedder_shared_with_the_quality_agents() -> None:
+    assert make_embedder("hashing", 384) is default_embedder(384)
+    assert embedder_identity(default_embedder(384))["embedder"].startswith("vf-hash/1")
+
+
+def test_unknown_embedder_is_refused_with_the_choices() -> None:
+    with pytest.raises(EmbedderUnavailable, match="one of hashing, sentence-transformers"):
+        make_embedder("word2vec", 384)
+
+
+def test_no_weights_anywhere_is_a_clear_error(monkeypatch) -> None:
+    monkeypatch.delenv(embedders.MODEL_DIR_ENV, raising=False)
+    monkeypatch.setattr(embedders, "packaged_model_dir", lambda: None)
+    with pytest.raises(EmbedderUnavailable, match="set LNSP_EMBED_MODEL_DIR"):
+        make_embedder("sentence-transformers", 384)
+
+
+def test_a_model_dir_that_is_not_a_model_is_refused(monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv(embedders.MODEL_DIR_ENV, str(tmp_path))
+    with pytest.raises(EmbedderUnavailable, match="not a sentence-transformers model directory"):
+        make_embedder("sentence-transformers", 384)
+
+
+def test_weights_digest_changes_with_any_file_but_not_the_onnx_export(tmp_path) -> None:
+    (tmp_path / "config.json").write_text("{}")
+    (tmp_path / "model.safetensors").write_bytes(b"weights")
+    before = weights_digest(tmp_path)
+    (tmp_path / "onnx").mkdir()
+    (tmp_path / "onnx" / "model.onnx").write_bytes(b"export")
+    assert weights_digest(tmp_path) == before
+    (tmp_path / "model.safetensors").write_bytes(b"weightz")
+    assert weights_digest(tmp_path) != before
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    return make_embedder("sentence-transformers", 384)
+
+
+@pytest.mark.usefixtures("minilm")
+class TestMiniLM:
+    """The packaged all-MiniLM-L6-v2 weights, loaded for real."""
+
+    pytestmark = requires_neural
+
+    def test_rows_are_unit_length_and_semantic(self, minilm) -> None:
+        texts = ["A cat sits on the mat.", "A kitten is lying on the rug.", "Stocks fell sharply."]
+        vectors = minilm.embed(texts)
+        assert vectors.shape == (3, 384)
+        assert vectors.dtype == np.float32
+        np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+        assert float(vectors[0] @ vectors[1]) > 0.4 > float(vectors[0] @ vectors[2])
+        hashed = default_embedder(384).embed(texts[:2])
+        assert float(hashed[0] @ hashed[1]) < 0.1  # no shared words: hashing cannot see it
+
+    def test_a_vector_does_not_depend_on_its_batch_or_threads(self, minilm) -> None:
+        texts = ["short", "a much longer text about the Pacific Ocean and its islands " * 5]
+        together = minilm.embed(texts)
+        alone = np.vstack([minilm.embed([t]) for t in texts])
+        assert together.tobytes() == alone.tobytes()
+        two_threads = make_embedder("sentence-transformers", 384, threads=2)
+        assert two_threads is not minilm
+        assert two_threads.embed(texts).tobytes() == together.tobytes()
+
+    def test_identity_names_model_weights_and_backend(self, minilm) -> None:
+        identity = embedder_identity(minilm)
+        assert identity["model"] == "all-MiniLM-L6-v2"
+        assert identity["dim"] == 384
+        assert identity["weights_sha256"] == weights_digest(packaged_model_dir())
+        assert identity["backend"] in {"onnx", "torch"}
+        assert identity["weights_sha256"][:16] in minilm.version
+
+    def test_dimension_mismatch_is_refused(self, minilm) -> None:
+        with pytest.raises(EmbedderUnavailable, match="gives 384-d vectors, the settings say 768"):
+            make_embedder("sentence-transformers", 768)
+
+    def test_a_local_model_dir_is_used(self, minilm, monkeypatch) -> None:
+        monkeypatch.setenv(embedders.MODEL_DIR_ENV, str(packaged_model_dir()))
+        assert make_embedder("sentence-transformers", 384) is minilm  # same directory
