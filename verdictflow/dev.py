@@ -21,9 +21,9 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from verdictflow.dev_servers import start_server, stop_server
 from verdictflow.embedders import MODEL_DIR_ENV, neural_installed
 from verdictflow.evaluators.policy import load_policy
-from verdictflow.rerank_api.devhook import start_api, stop_api
 from verdictflow.scoring_jobs.eval_answers import expected_verdicts
 from verdictflow.scoring_jobs.replay import read_lines, replay
 from verdictflow.scoring_jobs.tail import tail
@@ -87,8 +87,14 @@ def run_dev(
                 cmd, env=env, stdout=log, stderr=subprocess.STDOUT, preexec_fn=die_with_parent
             )
         console.print(f"[bold]worker[/] pid {worker.pid}  (log: {data_dir / 'worker.log'})")
-        api, api_url = start_api(env, data_dir / "api.log")
+        api, api_url = start_server(["api"], env, data_dir / "api.log")
         console.print(f"[bold]api[/] {api_url}/search  (POST; log: {data_dir / 'api.log'})")
+        page, page_url = start_server(
+            ["console", "--from-beginning", "--api-url", api_url], env, data_dir / "console.log"
+        )
+        console.print(
+            f"[bold]console[/] {page_url}/  (open in a browser; log: {data_dir / 'console.log'})"
+        )
         try:
             lines = read_lines(sample)
             asyncio.run(replay(lines, "answers", settings))
@@ -97,7 +103,8 @@ def run_dev(
         except KeyboardInterrupt:
             return 0
         finally:
-            stop_api(api)
+            stop_server(page)
+            stop_server(api)
             worker.terminate()
             try:
                 worker.wait(15)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from importlib import resources
 from pathlib import Path
 
@@ -80,3 +81,4 @@ def test_dev_runs_the_whole_pipeline_and_checks_it(tmp_path):
     assert "63 verdicts, 2 dead letters, 0 missing, 0 differing from offline eval" in result.stdout
     expected = "sentence-transformers, all-MiniLM" if neural_installed() else "hashing"
     assert f"embedder {expected}" in " ".join(result.stdout.split())
+    assert re.search(r"console http://127\.0\.0\.1:\d+/ ", " ".join(result.stdout.split()))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from verdictflow.streams.settings import Settings
@@ -42,12 +43,20 @@ def settings_env(settings: Settings) -> dict[str, str]:
 class WorkerProcess:
     """A ``verdictflow worker`` child process with its log file."""
 
-    def __init__(self, settings: Settings, log_path: Path, policy: Path | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        log_path: Path,
+        policy: Path | None = None,
+        args: Sequence[str] = (),
+    ) -> None:
+        """``args``: further ``verdictflow worker`` options, as a user would type them."""
         self.settings = settings
         self.log_path = log_path
         cmd = [sys.executable, "-m", "verdictflow", "worker"]
         if policy is not None:
             cmd += ["--policy", str(policy)]
+        cmd += list(args)
         with open(log_path, "ab") as log:
             self.proc = subprocess.Popen(
                 cmd, env=settings_env(settings), stdout=log, stderr=subprocess.STDOUT

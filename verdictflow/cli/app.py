@@ -12,8 +12,15 @@ from collections.abc import Callable
 from typing import Any
 
 import typer
+from pydantic import ValidationError
 
-from verdictflow.cli import api_command, audit_commands, offline_commands, ops_commands
+from verdictflow.cli import (
+    api_command,
+    audit_commands,
+    console_command,
+    offline_commands,
+    ops_commands,
+)
 from verdictflow.cli import stream_commands as stream
 from verdictflow.cli.options import err
 from verdictflow.exceptions import VerdictflowError
@@ -44,6 +51,7 @@ COMMANDS: list[tuple[str, Callable[..., Any]]] = [
     ("score-quality", score_quality),
     ("export-quality", export_quality),
     ("monitor", ops_commands.monitor),
+    ("console", console_command.console),
     ("topics", ops_commands.topics),
     ("rq-eval", rq_eval_command),
     ("ledger", audit_commands.ledger),
@@ -61,4 +69,9 @@ def main() -> None:
         app()
     except VerdictflowError as exc:
         err.print(f"[red]error:[/] {exc}", soft_wrap=True)  # one line, however long
+        sys.exit(2)
+    except ValidationError as exc:  # a setting from a flag or the environment is invalid
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or exc.title
+        err.print(f"[red]error:[/] {where}: {first['msg']}", soft_wrap=True)
         sys.exit(2)

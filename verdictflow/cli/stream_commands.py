@@ -58,6 +58,14 @@ def worker(
             "document quality), nlp (hallucination) or all; each tier is its own consumer group"
         ),
     ] = None,
+    otlp_endpoint: Annotated[
+        str | None,
+        typer.Option(
+            help="Also send every verdict as an OpenTelemetry gen_ai.evaluation.result event "
+            "to this OTLP/HTTP collector (http://host:4318); default $VERDICTFLOW_OTLP_ENDPOINT, "
+            "off when unset"
+        ),
+    ] = None,
 ) -> None:
     """Run a Faust worker. Lexical tier (consumer group APP_ID): groundedness, relevance,
     completeness, the consistency agent, the summaries agent (judge verdicts) and the
@@ -75,6 +83,7 @@ def worker(
             idf_stats=idf_stats,
             metrics_port=metrics_port,
             tier=tier,
+            otlp_endpoint=otlp_endpoint,
         )
     )
 

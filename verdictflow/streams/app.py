@@ -17,6 +17,7 @@ from verdictflow.streams import topic_guard
 from verdictflow.streams.durable_table import DurableWritesTable
 from verdictflow.streams.embedded_fetch import EmbeddedBrokerApp
 from verdictflow.streams.kafka_security import faust_credentials
+from verdictflow.streams.otlp_export import OtlpExportService, OtlpOutbox
 from verdictflow.streams.outbox import FaustOutbox, Outbox, OutputProducer
 from verdictflow.streams.safe_commit import SafeCommitApp, SafeCommitConsumer
 from verdictflow.streams.settings import CpeshSettings, QualitySettings, Settings
@@ -102,7 +103,9 @@ def create_app(
     the caller serves its registry. ``guard_topics``: run the topic guard on this app (one per
     process is enough: it checks the broker, not the app). ``quality``, ``cpesh``: how the
     document-quality agents run and reach the LLM (from the environment when not given; what
-    they score with is the policy's ``doc_quality``).
+    they score with is the policy's ``doc_quality``). ``settings.otlp_endpoint``: every
+    verdict this app delivers is also exported as an OpenTelemetry event
+    (:mod:`verdictflow.streams.otlp_export`), whatever the outbox.
     """
     from verdictflow.agents import answers, consistency, doc_quality, summaries
 
@@ -121,6 +124,11 @@ def create_app(
     if scoring is None:
         scoring = load_scoring(policy, settings.idf_stats)
     ctx = scoring.ctx
+    otlp = None
+    if settings.otlp_endpoint:
+        # Added before Faust's own services (agents), so it stops after them and flushes last.
+        otlp = OtlpExportService(settings.otlp_endpoint)
+        app.add_dependency(otlp)
     if outbox_factory is None:
         output = OutputProducer(settings)
         app.add_dependency(output)  # started and stopped with the app
@@ -130,6 +138,8 @@ def create_app(
 
     def new_outbox() -> Outbox:  # one per sender, so each drains only its own deliveries
         outbox = outbox_factory(app, topics)
+        if otlp is not None:
+            outbox = OtlpOutbox(outbox, otlp.exporter)
         return outbox if metrics is None else MeteredOutbox(outbox, metrics)
 
     if metrics is not None:

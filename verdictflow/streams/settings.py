@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AliasChoices, Field, SecretStr, model_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_BROKER = "kafka://127.0.0.1:9092"
@@ -58,6 +58,10 @@ class Settings(BaseSettings):
     #: Worker Prometheus metrics on this port (0: off). ``verdictflow worker --metrics-port``.
     metrics_port: Annotated[int, Field(ge=0, le=65535)] = 0
     metrics_host: str = "0.0.0.0"
+    #: OTLP/HTTP collector (``http://host:4318``, or its ``.../v1/logs`` URL) that receives
+    #: every verdict as a ``gen_ai.evaluation.result`` event; None (or empty): off.
+    #: ``verdictflow worker --otlp-endpoint``, see docs/operations.md.
+    otlp_endpoint: str | None = None
     # Kafka client security, passed to Faust and to every raw aiokafka client alike
     # (see verdictflow/streams/kafka_security.py and deploy/README.md).
     security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
@@ -69,6 +73,18 @@ class Settings(BaseSettings):
     #: Client certificate and key, for clusters that authenticate clients by mTLS.
     ssl_certfile: Path | None = None
     ssl_keyfile: Path | None = None
+
+    @field_validator("otlp_endpoint")
+    @classmethod
+    def _otlp_endpoint_is_http(cls, value: str | None) -> str | None:
+        """Refuse a malformed collector URL when settings are built, before the worker
+        connects to anything, rather than failing every export later."""
+        if value is None or not value.strip():
+            return None
+        parts = urlsplit(value.strip())
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(f"must be an http(s) URL such as http://127.0.0.1:4318, not {value!r}")
+        return value.strip()
 
     @property
     def bootstrap_servers(self) -> str:

@@ -1,0 +1,82 @@
+"""The ``console`` command: the operator web page over the verdict topics (docs/console.md)."""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated
+
+import typer
+
+from verdictflow.cli.options import (
+    BrokerOpt,
+    PrefixOpt,
+    build_settings,
+    err,
+    exit_on_sigterm,
+    setup_logging,
+)
+
+#: The retriever's bearer token (docs/operations.md), sent by the console's search proxy.
+API_TOKEN_ENV = "VERDICTFLOW_API_TOKEN"
+
+
+def console(
+    broker: BrokerOpt = None,
+    prefix: PrefixOpt = None,
+    host: Annotated[str, typer.Option(help="Bind address")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port (0: a free one)")] = 8090,
+    from_beginning: Annotated[
+        bool, typer.Option("--from-beginning", help="Read the topics from their start")
+    ] = False,
+    api_url: Annotated[
+        str | None,
+        typer.Option(help="The /search API's base URL, for the page's search box"),
+    ] = None,
+    otlp_endpoint: Annotated[
+        str | None,
+        typer.Option(
+            help="Also send each verdict as an OpenTelemetry gen_ai.evaluation.result event "
+            "to this OTLP/HTTP endpoint (e.g. http://127.0.0.1:4318)"
+        ),
+    ] = None,
+    log_level: Annotated[str, typer.Option(help="debug, info, warning")] = "info",
+) -> None:
+    """Serve the live operator page: verdict rates and scores per kind, failing answers with
+    their unsupported spans, drift alerts, dead letters and document quality."""
+    import socket
+
+    import uvicorn
+
+    from verdictflow.console.app import ConsoleOptions, create_console_app
+
+    setup_logging(log_level, libraries="warning")
+    exit_on_sigterm()
+    settings = build_settings(broker=broker, prefix=prefix)
+    exporter = None
+    if otlp_endpoint:
+        from verdictflow.monitoring.otlp import VerdictOtlpExporter
+
+        exporter = VerdictOtlpExporter(otlp_endpoint, service_name="verdictflow-console")
+    options = ConsoleOptions(
+        from_beginning=from_beginning,
+        api_url=api_url,
+        api_token=os.environ.get(API_TOKEN_ENV) or None,
+        on_verdict=exporter.export if exporter is not None else None,
+    )
+    app = create_console_app(settings, options)
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        raise typer.BadParameter(f"cannot listen on {host}:{port}: {exc}") from None
+    bound = sock.getsockname()[1]
+    err.print(f"console [bold]http://{host}:{bound}/[/] following {settings.broker}")
+    config = uvicorn.Config(
+        app, log_level=log_level, access_log=False, lifespan="on", timeout_graceful_shutdown=3
+    )
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        if exporter is not None:
+            exporter.shutdown()

@@ -1,0 +1,204 @@
+"""``create_console_app(settings, options) -> FastAPI``: the operator console's web service.
+
+The lifespan starts a :class:`~verdictflow.console.follower.Follower` task that feeds a
+:class:`~verdictflow.console.state.ConsoleState`; routes only read that state:
+
+- ``GET /``: the page (HTML, CSS and JavaScript written here, served from the package: no CDN,
+  no build step);
+- ``GET /api/stream``: server-sent events, one ``tick`` every ``tick_seconds`` with the window's
+  figures and whatever failures, alerts, dead letters and quality rows are new since the last
+  tick (the first one carries the latest of each), filtered by model and tenant;
+- ``GET /api/stats``, ``GET /api/failures``: the same as plain JSON;
+- ``GET /api/verdicts/{verdict_id}``: the whole record of a recent FAIL or DEFER verdict;
+- ``POST /api/search``: forwards ``{q, top_k}`` to the retriever named by ``--api-url`` (the page
+  cannot call another origin), with its bearer token when one is configured;
+- ``GET /healthz``: whether the follower is connected, and what it has read.
+
+Errors have the API's shape: ``{"error": code, "detail": message}``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Annotated, Any
+
+import httpx
+import orjson
+from fastapi import FastAPI, Query, Request
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel, Field
+from sse_starlette.sse import EventSourceResponse
+
+from verdictflow.console.follower import Follower
+from verdictflow.console.state import ALL, ConsoleLimits, ConsoleState
+from verdictflow.streams.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+STATIC = resources.files("verdictflow.console") / "static"
+WINDOWS = (60, 300, 900)
+
+
+@dataclass(frozen=True)
+class ConsoleOptions:
+    """How the console runs (the command's flags)."""
+
+    from_beginning: bool = False
+    api_url: str | None = None
+    api_token: str | None = None
+    tick_seconds: float = 0.5
+    limits: ConsoleLimits = field(default_factory=ConsoleLimits)
+    #: Called with each new verdict: the OpenTelemetry export when ``--otlp-endpoint`` is given.
+    on_verdict: Callable[[Any], None] | None = None
+
+
+class SearchBody(BaseModel):
+    q: str = Field(min_length=1, max_length=2000)
+    top_k: int = Field(default=10, ge=1, le=100)
+
+
+def _error(status: int, code: str, detail: str) -> JSONResponse:
+    return JSONResponse({"error": code, "detail": detail}, status_code=status)
+
+
+def _json(data: Any) -> Response:
+    return Response(orjson.dumps(data), media_type="application/json")
+
+
+Window = Annotated[int, Query(ge=1, le=3600, description="Sliding window, seconds")]
+Label = Annotated[
+    str, Query(max_length=200, description="A model, tenant, decision or kind; * for all")
+]
+Limit = Annotated[int, Query(ge=1, le=1000, description="Failures sent at most")]
+
+
+def create_console_app(
+    settings: Settings,
+    options: ConsoleOptions | None = None,
+    *,
+    state: ConsoleState | None = None,
+    follow: bool = True,
+) -> FastAPI:
+    """The console app. Tests pass their own ``state`` and ``follow=False`` to drive it without
+    a broker."""
+    opts = options or ConsoleOptions()
+    console = state or ConsoleState(settings.topic_prefix, opts.limits)
+    console.on_verdict = opts.on_verdict
+    follower = Follower(settings, console, from_beginning=opts.from_beginning)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        task = asyncio.create_task(follower.run()) if follow else None
+        async with httpx.AsyncClient(timeout=10.0) as client:
+            app.state.http = client
+            try:
+                yield
+            finally:
+                follower.stop()
+                if task is not None:
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
+
+    app = FastAPI(title="verdictflow console", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    async def page() -> HTMLResponse:
+        html = (STATIC / "index.html").read_text(encoding="utf-8")
+        return HTMLResponse(html.replace("{{search_enabled}}", "true" if opts.api_url else "false"))
+
+    @app.get("/api/stats")
+    async def stats(window: Window = 300, model: Label = ALL, tenant: Label = ALL) -> Response:
+        return _json(console.stats(window, model, tenant, time.time()))
+
+    @app.get("/api/failures")
+    async def failures(
+        model: Label = ALL,
+        tenant: Label = ALL,
+        decision: Label = ALL,
+        kind: Label = ALL,
+        limit: Limit = 200,
+    ) -> Response:
+        return _json(console.failures_since(0, model, tenant, limit, decision=decision, kind=kind))
+
+    @app.get("/api/verdicts/{verdict_id}")
+    async def verdict(verdict_id: str) -> Response:
+        raw = console.verdict(verdict_id)
+        if raw is None:
+            return _error(
+                404, "not_found", f"verdict {verdict_id} is not among the recent failures"
+            )
+        return Response(raw, media_type="application/json")
+
+    @app.get("/api/stream")
+    async def stream(
+        request: Request,
+        window: Window = 300,
+        model: Label = ALL,
+        tenant: Label = ALL,
+        decision: Label = ALL,
+        kind: Label = ALL,
+        limit: Limit = 200,
+    ) -> EventSourceResponse:
+        async def ticks() -> AsyncIterator[dict[str, str]]:
+            seqs = {"failures": 0, "alerts": 0, "dead_letters": 0, "quality": 0}
+            first = True
+            while not await request.is_disconnected():
+                now = time.time()
+                console.tick(now)
+                payload: dict[str, Any] = {"stats": console.stats(window, model, tenant, now)}
+                for name, feed in console.feeds():
+                    if name == "failures":
+                        new = console.failures_since(
+                            seqs[name], model, tenant, limit, decision=decision, kind=kind
+                        )
+                    else:
+                        new = feed.since(seqs[name], 50)
+                    if new:
+                        seqs[name] = new[-1]["seq"]
+                    payload[name] = new
+                payload["reset"] = first
+                first = False
+                yield {"event": "tick", "data": orjson.dumps(payload).decode()}
+                await asyncio.sleep(opts.tick_seconds)
+
+        return EventSourceResponse(ticks(), ping=15)
+
+    @app.post("/api/search")
+    async def search(body: SearchBody, request: Request) -> Response:
+        if not opts.api_url:
+            return _error(503, "no_api", "start the console with --api-url to search")
+        headers = {"Authorization": f"Bearer {opts.api_token}"} if opts.api_token else {}
+        client: httpx.AsyncClient = request.app.state.http
+        try:
+            upstream = await client.post(
+                opts.api_url.rstrip("/") + "/search",
+                json={"q": body.q, "top_k": body.top_k},
+                headers=headers,
+            )
+        except httpx.HTTPError as exc:
+            return _error(502, "api_unreachable", f"{opts.api_url}: {exc}")
+        return Response(
+            upstream.content, status_code=upstream.status_code, media_type="application/json"
+        )
+
+    @app.get("/healthz")
+    async def healthz() -> Response:
+        return _json(
+            {
+                "ready": follower.ready or not follow,
+                "error": follower.error,
+                "records": dict(console.records),
+                "lag": console.lag,
+            }
+        )
+
+    return app

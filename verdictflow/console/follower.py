@@ -1,0 +1,140 @@
+"""The console's Kafka reader: every partition of the followed topics, outside any group.
+
+It never commits and never joins a consumer group, so any number of consoles (and monitors,
+ledgers, tails) read the same topics without taking partitions from workers. It remembers the
+next offset of each partition; when the connection fails it starts a new consumer there, after
+a pause, instead of dying: a console outlives a broker restart. Records seen twice after such a
+restart are verdicts with the same ``verdict_id``, which the state counts once.
+
+Lag (records on the broker not yet read, per topic) is measured every second from the
+consumer's high-water marks, so the page and the benchmark can tell whether the console keeps
+up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Sequence
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.errors import KafkaError
+
+from verdictflow.console.state import ConsoleState
+from verdictflow.streams.admin import ensure_topics
+from verdictflow.streams.settings import Settings
+from verdictflow.streams.topic_reader import assign_all, groupless_consumer
+from verdictflow.streams.topics import (
+    ALERTS,
+    ANSWERS,
+    DEAD_LETTERS,
+    DOC_QUALITY,
+    SUMMARIES,
+    VERDICT_TOPICS,
+)
+
+logger = logging.getLogger(__name__)
+
+#: What the console reads: the verdicts and what explains them.
+CONSOLE_TOPICS: tuple[str, ...] = (
+    *VERDICT_TOPICS,
+    DEAD_LETTERS,
+    ALERTS,
+    DOC_QUALITY,
+    ANSWERS,
+    SUMMARIES,
+)
+RETRY_SECONDS = 2.0
+
+
+class Follower:
+    """Feeds a :class:`ConsoleState` from the broker until :meth:`stop` (see the module)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        state: ConsoleState,
+        *,
+        from_beginning: bool = False,
+        topics: Sequence[str] = CONSOLE_TOPICS,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self.state = state
+        self.from_beginning = from_beginning
+        self.topics = [settings.topic_prefix + t for t in topics]
+        self.clock = clock
+        self.ready = False
+        self.error: str | None = None
+        self.positions: dict[TopicPartition, int] = {}
+        self._stopping = asyncio.Event()
+
+    def stop(self) -> None:
+        self._stopping.set()
+
+    async def run(self) -> None:
+        """Read until stopped, starting a new consumer after any broker error."""
+        short = [t[len(self.settings.topic_prefix) :] for t in self.topics]
+        while not self._stopping.is_set():
+            try:
+                await ensure_topics(self.settings, short)
+                await self._consume()
+            except (KafkaError, OSError) as exc:
+                self.ready = False
+                self.error = f"{type(exc).__name__}: {exc}"
+                logger.warning(
+                    "console follower: %s; retrying in %.0f s", self.error, RETRY_SECONDS
+                )
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), RETRY_SECONDS)
+
+    async def _consume(self) -> None:
+        consumer = groupless_consumer(self.settings)
+        await consumer.start()
+        try:
+            partitions = await assign_all(consumer, self.topics, wait_seconds=5)
+            await self._seek(consumer, partitions)
+            self.ready, self.error = True, None
+            last_lag = 0.0
+            while not self._stopping.is_set():
+                batches = await consumer.getmany(timeout_ms=200, max_records=5000)
+                now = self.clock()
+                for tp, messages in batches.items():
+                    for msg in messages:
+                        self.state.ingest(tp.topic, msg.value, now)
+                    if messages:
+                        self.positions[tp] = messages[-1].offset + 1
+                self.state.tick(now)
+                if time.monotonic() - last_lag >= 1.0:
+                    last_lag = time.monotonic()
+                    self.state.lag = await self._lag(consumer, partitions)
+        finally:
+            await consumer.stop()
+
+    async def _seek(self, consumer: AIOKafkaConsumer, partitions: list[TopicPartition]) -> None:
+        fresh = [tp for tp in partitions if tp not in self.positions]
+        if fresh:
+            if self.from_beginning:
+                await consumer.seek_to_beginning(*fresh)
+            else:
+                await consumer.seek_to_end(*fresh)
+        for tp in partitions:
+            if tp in self.positions:
+                consumer.seek(tp, self.positions[tp])
+
+    async def _lag(
+        self, consumer: AIOKafkaConsumer, partitions: list[TopicPartition]
+    ) -> dict[str, int]:
+        """Records on the broker not read yet, per short topic name (from the high-water marks
+        of the last fetches: exact while the consumer keeps fetching every partition)."""
+        lag: dict[str, int] = {}
+        prefix = len(self.settings.topic_prefix)
+        for tp in partitions:
+            high = consumer.highwater(tp)
+            if high is None:
+                continue
+            behind = max(0, high - await consumer.position(tp))
+            lag[tp.topic[prefix:]] = lag.get(tp.topic[prefix:], 0) + behind
+        return lag

@@ -1,0 +1,347 @@
+"""The console's memory of the topics it follows, all of it bounded.
+
+:meth:`ConsoleState.ingest` takes one record (short topic name, value, arrival time) and never
+raises on bad input: a record that is not what its topic carries is counted in ``bad_records``
+and skipped, as the monitor does. What it keeps:
+
+- verdict counts and score histograms per kind, model and tenant (:mod:`.window`), each
+  ``verdict_id`` counted once (delivery is at-least-once);
+- the latest FAIL and DEFER verdicts, each joined to the answer (or summary) text it judged,
+  read from the ``answers`` and ``summaries`` topics, with the spans its evidence marks; the
+  whole verdict of each on demand;
+- drift alerts, dead letters (with counts per error code) and document-quality rows.
+
+A verdict can be read before the answer it judged (they are on different topics), so a failure
+waits up to ``hold_seconds`` for its text before it is published; after that it is published
+without it. Every published item carries a sequence number, so a page asks only for what is
+new.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter, OrderedDict, deque
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from verdictflow.console.highlight import Mark, segments, verdict_marks
+from verdictflow.console.window import DECISIONS, Key, KindFigures, WindowCounts, score_bin
+from verdictflow.evaluators.kinds import BY_NAME, series_name
+from verdictflow.monitoring.verdict_monitor import LabelCap, RecentIds
+from verdictflow.streams.topics import ALERTS, ANSWERS, DEAD_LETTERS, DOC_QUALITY, SUMMARIES
+
+logger = logging.getLogger(__name__)
+
+#: Characters of an answer, query or dead-letter preview kept for the page.
+TEXT_CHARS = 4000
+PREVIEW_CHARS = 600
+ALL = "*"
+
+
+@dataclass(frozen=True)
+class ConsoleLimits:
+    """How much the console remembers; every list and map is capped by one of these."""
+
+    max_window: int = 900
+    failures: int = 1000
+    alerts: int = 200
+    dead_letters: int = 200
+    quality_rows: int = 50
+    texts: int = 20_000
+    evidence: int = 5_000
+    label_values: int = 50
+    dedup_window: int = 200_000
+    hold_seconds: float = 2.0
+
+
+def _scale(series: str) -> float:
+    spec = BY_NAME.get(series)
+    if spec is not None:
+        return spec.scale
+    return 10.0 if series.startswith("judge") else 1.0
+
+
+def _direction(series: str) -> str:
+    spec = BY_NAME.get(series)
+    return spec.direction if spec is not None else "higher"
+
+
+class Feed:
+    """A bounded list of published items, each with a sequence number."""
+
+    def __init__(self, size: int) -> None:
+        self.items: deque[dict[str, Any]] = deque(maxlen=size)
+        self.seq = 0
+
+    def publish(self, item: dict[str, Any]) -> None:
+        self.seq += 1
+        item["seq"] = self.seq
+        self.items.append(item)
+
+    def since(self, seq: int, limit: int, keep: Any = None) -> list[dict[str, Any]]:
+        """Items after ``seq`` that ``keep`` accepts, the latest ``limit`` of them, oldest first."""
+        out: list[dict[str, Any]] = []
+        for item in reversed(self.items):
+            if item["seq"] <= seq or len(out) >= limit:
+                break
+            if keep is None or keep(item):
+                out.append(item)
+        out.reverse()
+        return out
+
+
+class ConsoleState:
+    """Everything the page shows, fed one record at a time (see the module docstring)."""
+
+    def __init__(self, prefix: str = "vf.", limits: ConsoleLimits | None = None) -> None:
+        self.prefix = prefix
+        self.limits = limits or ConsoleLimits()
+        lim = self.limits
+        self.counts = WindowCounts(lim.max_window)
+        self._models = LabelCap(lim.label_values)
+        self._tenants = LabelCap(lim.label_values)
+        self._recent = RecentIds(lim.dedup_window)
+        self._texts: OrderedDict[str, tuple[str, str, str | None]] = OrderedDict()
+        self._evidence: OrderedDict[str, bytes] = OrderedDict()
+        self._held: deque[tuple[float, dict[str, Any]]] = deque()
+        self.failures = Feed(lim.failures)
+        self.alerts = Feed(lim.alerts)
+        self.dead_letters = Feed(lim.dead_letters)
+        self.quality = Feed(lim.quality_rows)
+        self.dead_letter_codes: Counter[str] = Counter()
+        self.records: Counter[str] = Counter()
+        self.bad_records: Counter[str] = Counter()
+        self.duplicates = 0
+        self.quality_docs: set[str] = set()
+        self.quality_last: float | None = None
+        self.quality_seconds: deque[tuple[int, int]] = deque()
+        self.lag: dict[str, int] = {}
+        #: Called with each new verdict (after deduplication), e.g. the OpenTelemetry export.
+        self.on_verdict: Callable[[Mapping[str, Any]], None] | None = None
+
+    # ---- ingestion -------------------------------------------------------------------------
+
+    def ingest(self, topic: str, value: bytes | None, now: float) -> None:
+        """Take one record of ``topic`` (short or full name) that arrived at ``now``."""
+        short = topic[len(self.prefix) :] if topic.startswith(self.prefix) else topic
+        self.records[short] += 1
+        try:
+            data = orjson.loads(value or b"")
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
+            if short.startswith("verdicts."):
+                self._verdict(data, value or b"", now)
+            elif short == ANSWERS:
+                self._remember(data.get("id"), data.get("query"), data.get("answer"), "answer")
+            elif short == SUMMARIES:
+                self._remember(data.get("id"), None, data.get("summary"), "summary")
+            elif short == DEAD_LETTERS:
+                self._dead_letter(data, now)
+            elif short == ALERTS:
+                self.alerts.publish({"alert": data, "received": now})
+            elif short == DOC_QUALITY:
+                self._quality(data, now)
+            else:
+                raise ValueError(f"topic {short!r} is not followed")
+        except (ValueError, TypeError, KeyError) as exc:  # orjson.JSONDecodeError is a ValueError
+            self.bad_records[short] += 1
+            logger.debug("skipped a record of %s: %s", short, exc)
+        self.tick(now)
+
+    def _remember(self, key: Any, query: Any, text: Any, source: str) -> None:
+        if not isinstance(key, str) or not isinstance(text, str):
+            raise ValueError(f"{source} event without an id or text")
+        q = query[:TEXT_CHARS] if isinstance(query, str) else ""
+        self._texts[key] = (text, q, source)
+        self._texts.move_to_end(key)
+        while len(self._texts) > self.limits.texts:
+            self._texts.popitem(last=False)
+
+    def _verdict(self, v: dict[str, Any], raw: bytes, now: float) -> None:
+        vid, kind, decision = v["verdict_id"], v["kind"], v["decision"]
+        if not isinstance(vid, str) or not isinstance(kind, str) or decision not in DECISIONS:
+            raise ValueError("not a verdict")
+        if self._recent.seen_before(vid):
+            self.duplicates += 1
+            return
+        if self.on_verdict is not None:
+            self.on_verdict(v)
+        series = series_name(kind, v.get("judge"))
+        raw_score = v.get("score")
+        score = (
+            float(raw_score)
+            if isinstance(raw_score, int | float) and not isinstance(raw_score, bool)
+            else None
+        )
+        key: Key = (series, self._models(v.get("model")), self._tenants(v.get("tenant")))
+        self.counts.add(
+            key, decision, score_bin(score, _scale(series)) if score is not None else None, now
+        )
+        if decision == "PASS":
+            return
+        self._evidence[vid] = raw
+        while len(self._evidence) > self.limits.evidence:
+            self._evidence.popitem(last=False)
+        item = {
+            "verdict_id": vid,
+            "kind": series,
+            "input_id": str(v.get("input_id")),
+            "score": score,
+            "scale": _scale(series),
+            "direction": _direction(series),
+            "threshold": v.get("threshold"),
+            "decision": decision,
+            "reasons": v.get("reasons") if isinstance(v.get("reasons"), list) else [],
+            "model": key[1],
+            "tenant": key[2],
+            "received": now,
+            "marks": [m.as_json() for m in verdict_marks(v)],
+        }
+        self._held.append((now + self.limits.hold_seconds, item))
+
+    def _dead_letter(self, d: dict[str, Any], now: float) -> None:
+        code = str(d.get("error_code") or "unknown")
+        self.dead_letter_codes[code] += 1
+        raw = d.get("raw")
+        self.dead_letters.publish(
+            {
+                "error_code": code,
+                "error": str(d.get("error", ""))[:PREVIEW_CHARS],
+                "source": f"{d.get('source_topic')}[{d.get('partition')}]@{d.get('offset')}",
+                "key": d.get("key"),
+                "raw": raw[:PREVIEW_CHARS] if isinstance(raw, str) else "",
+                "raw_size": d.get("raw_size"),
+                "received": now,
+            }
+        )
+
+    def _quality(self, row: dict[str, Any], now: float) -> None:
+        doc_id = row["doc_id"]
+        if not isinstance(doc_id, str):
+            raise ValueError("doc-quality row without a doc_id")
+        self.quality_docs.add(doc_id)
+        self.quality_last = now
+        second = int(now)
+        if self.quality_seconds and self.quality_seconds[-1][0] == second:
+            self.quality_seconds[-1] = (second, self.quality_seconds[-1][1] + 1)
+        else:
+            self.quality_seconds.append((second, 1))
+        while self.quality_seconds and self.quality_seconds[0][0] <= second - 60:
+            self.quality_seconds.popleft()
+        keep = ("doc_id", "quality", "version", "doc_version", "features", "deleted", "reasons")
+        self.quality.publish(
+            {**{k: row.get(k) for k in keep}, "ts": row.get("ts"), "received": now}
+        )
+
+    def tick(self, now: float) -> None:
+        """Publish held failures whose text arrived or whose wait is over."""
+        while self._held:
+            deadline, item = self._held[0]
+            known = self._texts.get(item["input_id"])
+            if known is None and now < deadline:
+                # later items wait behind this one only while it waits: order is kept
+                break
+            self._held.popleft()
+            self._attach_text(item, known)
+            self.failures.publish(item)
+
+    def _attach_text(self, item: dict[str, Any], known: tuple[str, str, str | None] | None) -> None:
+        if known is None:
+            item.update(text=None, query=None, text_source=None, segments=[])
+            return
+        text, query, source = known
+        marks = [Mark(**m) for m in item["marks"]]
+        item.update(
+            text=text[:TEXT_CHARS],
+            query=query,
+            text_source=source,
+            segments=segments(text[:TEXT_CHARS], marks),
+        )
+
+    # ---- reading ---------------------------------------------------------------------------
+
+    def verdict(self, verdict_id: str) -> bytes | None:
+        """The whole record of a recent FAIL or DEFER verdict, as it was on its topic."""
+        return self._evidence.get(verdict_id)
+
+    def labels(self) -> dict[str, list[str]]:
+        keys = self.counts.seen_keys()
+        return {
+            "models": sorted({k[1] for k in keys}),
+            "tenants": sorted({k[2] for k in keys}),
+        }
+
+    def stats(self, window: int, model: str, tenant: str, now: float) -> dict[str, Any]:
+        """The per-kind figures of one window and filter (``*`` for every model or tenant)."""
+        window = max(1, min(window, self.limits.max_window))
+        keep = [k for k in self.counts.seen_keys() if _matches(k, model, tenant)]
+        in_window, totals, series = self.counts.figures(window, now, keep)
+        seconds = self.counts.window_seconds(window, now)
+        kinds = []
+        for name in sorted(totals):
+            fig = in_window.get(name)
+            kinds.append(
+                {
+                    "kind": name,
+                    "scale": _scale(name),
+                    "direction": _direction(name),
+                    "window": (fig or KindFigures()).as_json(seconds),
+                    "total": totals[name].as_json(seconds),
+                    "per_second": series.get(name, [0] * 60),
+                }
+            )
+        quality_rate = sum(n for s, n in self.quality_seconds if s > int(now) - 60) / 60.0
+        return {
+            "now": now,
+            "window": window,
+            "filter": {"model": model, "tenant": tenant},
+            "kinds": kinds,
+            **self.labels(),
+            "records": dict(self.records),
+            "bad_records": dict(self.bad_records),
+            "duplicates": self.duplicates,
+            "held": len(self._held),
+            "lag": dict(self.lag),
+            "dead_letter_codes": dict(self.dead_letter_codes.most_common()),
+            "quality": {
+                "rows": self.records.get(DOC_QUALITY, 0),
+                "documents": len(self.quality_docs),
+                "last_age": None if self.quality_last is None else now - self.quality_last,
+                "rows_per_second": quality_rate,
+            },
+        }
+
+    def failures_since(
+        self,
+        seq: int,
+        model: str,
+        tenant: str,
+        limit: int,
+        *,
+        decision: str = ALL,
+        kind: str = ALL,
+    ) -> list[dict[str, Any]]:
+        """Published failures after ``seq`` for a model, tenant, decision and kind (``*``: any),
+        the latest ``limit`` of them, oldest first."""
+
+        def keep(item: Mapping[str, Any]) -> bool:
+            return (
+                _matches(("", item["model"], item["tenant"]), model, tenant)
+                and decision in (ALL, item["decision"])
+                and kind in (ALL, item["kind"])
+            )
+
+        return self.failures.since(seq, limit, keep)
+
+    def feeds(self) -> Iterator[tuple[str, Feed]]:
+        yield "failures", self.failures
+        yield "alerts", self.alerts
+        yield "dead_letters", self.dead_letters
+        yield "quality", self.quality
+
+
+def _matches(key: Key, model: str, tenant: str) -> bool:
+    return (model == ALL or key[1] == model) and (tenant == ALL or key[2] == tenant)
