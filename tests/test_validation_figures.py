@@ -77,12 +77,12 @@ PINNED = {
     # Faithfulness with the packaged model, which was fitted on these sets (in sample: the
     # held-out figures are bench/validate_faithfulness.py's).
     "halueval/faithfulness/defer": 4,
-    "halueval/faithfulness/roc_auc": 0.9086,
-    "halueval/faithfulness/roc_auc_scored_only": 0.9735,
+    "halueval/faithfulness/roc_auc": 0.9007,
+    "halueval/faithfulness/roc_auc_scored_only": 0.965,
     "qags-cnndm/faithfulness/defer": 0,
-    "qags-cnndm/faithfulness/pearson": 0.2996,
+    "qags-cnndm/faithfulness/pearson": 0.2781,
     "qags-xsum/faithfulness/defer": 0,
-    "qags-xsum/faithfulness/pearson": 0.3621,
+    "qags-xsum/faithfulness/pearson": 0.4101,
 }
 
 

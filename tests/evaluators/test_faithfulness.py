@@ -15,7 +15,7 @@ from verdictflow.evaluators.faithfulness_model import (
     load_model,
     model_bytes,
 )
-from verdictflow.evaluators.faithfulness_signals import SIGNAL_NAMES
+from verdictflow.evaluators.faithfulness_signals import DIRECTIONS, SIGNAL_NAMES
 from verdictflow.evaluators.policy import Policy
 from verdictflow.models.events import AnswerEvent
 from verdictflow.models.verdicts import Decision, ReasonCode, Verdict
@@ -67,6 +67,36 @@ def test_a_fabricated_name_fails_where_a_paraphrase_passes(scoring) -> None:
     assert fabricated.evidence["drivers"][0] in {"novel_propn", "novel_named_share"}
 
 
+def test_signals_do_not_depend_on_word_order(scoring) -> None:
+    """Every signal compares sets of words per sentence: a re-ordering of the same sentence
+    has the same values (the first version's content-bigram novelty did not)."""
+    a = signals(scoring, "Police said about 2,000 people took part in Berlin.")
+    b = signals(scoring, "In Berlin about 2,000 people took part, police said.")
+    assert a == b
+    assert "novel_bigram_share" not in a
+
+
+def test_signals_are_bounded_whatever_the_length(scoring) -> None:
+    """Shares are in [0, 1] and counts enter as log(1 + min(n, 3)): an answer that makes up
+    twenty names weighs no more than one that makes up three."""
+    names = ", ".join(f"Name{i} Surname{i}" for i in range(20))
+    values = signals(scoring, f"The protest was led by {names}.")
+    for name, value in values.items():
+        assert 0.0 <= value <= math.log1p(3) + 1e-12, (name, value)
+    assert values["novel_propn"] == pytest.approx(math.log1p(3))
+
+
+def test_the_packaged_weights_keep_their_signals_directions() -> None:
+    model = load_model()
+    for factor in model.factors:
+        for name, weight in zip(factor.signals, factor.weights, strict=True):
+            assert weight * DIRECTIONS[name] >= 0, (name, weight)
+    raw = json.loads(model_bytes(model))
+    raw["factors"]["detail"]["signals"][0]["weight"] = 1.0  # a novel name as good news
+    with pytest.raises(FaithfulnessModelError, match="against their signal's direction"):
+        FaithfulnessModel.from_bytes(json.dumps(raw).encode(), "x.json")
+
+
 def test_a_name_taken_from_another_passage_is_misplaced(scoring) -> None:
     """A window is a sentence and its neighbours, so the two passages are kept apart."""
     context = [
@@ -79,16 +109,32 @@ def test_a_name_taken_from_another_passage_is_misplaced(scoring) -> None:
     ]
     right = score(scoring, "The mayor of Springfield opened the new bridge.", context)
     swapped = score(scoring, "The mayor of Shelbyville opened the new bridge.", context)
-    assert "Shelbyville" in findings(swapped, "misplaced_words")
-    assert not findings(right, "misplaced_words")
+    assert "Shelbyville" in findings(swapped, "misplaced_names")
+    assert not findings(right, "misplaced_names")
     assert swapped.score < right.score
 
 
 def test_an_added_negation_counts_against_the_answer(scoring) -> None:
     plain = signals(scoring, "Police said about 2,000 people took part.")
     negated = signals(scoring, "Police said about 2,000 people did not take part.")
-    assert plain["negation_added"] == 0.0
-    assert negated["negation_added"] > 0.0
+    kept = signals(scoring, "Moscow did not comment.")  # the context's own negation
+    assert plain["negation_flipped"] == 0.0
+    assert negated["negation_flipped"] > 0.0
+    assert kept["negation_flipped"] == 0.0
+
+
+def test_a_negation_the_context_states_with_no_is_not_added(scoring) -> None:
+    """The answer side and the context side read the same negation words ("no" included)."""
+    v = score(scoring, "He has no plans to leave.", ["The coach has no plans to leave the club."])
+    assert not findings(v, "negation_flipped")
+
+
+def test_a_negating_prefix_flipped_against_the_support_is_found(scoring) -> None:
+    v = score(scoring, "The method is incorrect.", ["The method is correct and fast."])
+    assert findings(v, "negation_flipped") == ["incorrect"]
+    assert v.decision is Decision.FAIL
+    same = score(scoring, "The method is correct.", ["The method is correct and fast."])
+    assert not findings(same, "negation_flipped")
 
 
 def test_a_wrong_number_is_a_fabricated_fact(scoring) -> None:
@@ -151,3 +197,110 @@ def test_bad_model_files_are_refused_with_the_reason(tmp_path) -> None:
         FaithfulnessModel.from_bytes(json.dumps(raw).encode(), "x.json")
     with pytest.raises(FaithfulnessModelError, match="format"):
         FaithfulnessModel.from_bytes(b'{"format": "other"}', "x.json")
+
+
+# --- Behavioural sanity set ---------------------------------------------------------------
+# Hand-written before the signals and the model were revised (issue 16's second round), and kept
+# whatever the validation figures do: re-orderings, passive voice and partial quotes of a
+# supported fact PASS; one fabricated name, number or date, or an added negation, FAILs. They
+# are checks of behaviour a user sees first, not figures to tune on.
+
+CURIE = "Marie Curie discovered polonium in 1898, two years after she began her research."
+AMAZON = (
+    "The Amazon River, which flows through Peru, Colombia and Brazil, is about 6,400 "
+    "kilometres long and carries more water than any other river."
+)
+BRIDGE = "The mayor opened the new bridge on Monday after two years of construction."
+MUSEUM = "The museum opens at 9 am. Tickets cost 12 euros. Children under six enter free."
+FRANCE = "France's capital and largest city is Paris, on the Seine."
+CATS = ["A cat is on a mat.", "The dog sat."]
+
+SUPPORTED = [
+    pytest.param("Paris is the capital of France.", [FRANCE], id="capital-1"),
+    pytest.param("The capital of France is Paris.", [FRANCE], id="capital-2"),
+    pytest.param("The cat sat on the mat.", CATS, id="cat-both-contexts"),
+    pytest.param("the cat sits on the mat", CATS, id="cat-sits"),
+    pytest.param("Polonium was discovered by Marie Curie in 1898.", [CURIE], id="passive-voice"),
+    pytest.param(
+        "After two years of construction, the mayor opened the new bridge on Monday.",
+        [BRIDGE],
+        id="re-ordered-clauses",
+    ),
+    pytest.param("The Amazon River is about 6,400 kilometres long.", [AMAZON], id="partial-quote"),
+    pytest.param(
+        "Children under six enter free, and tickets cost 12 euros.",
+        [MUSEUM],
+        id="two-sentences-joined-in-reverse",
+    ),
+    pytest.param(
+        "Demonstrators assembled outside the Russian embassy in Berlin on Friday.",
+        [CONTEXT],
+        id="synonyms",
+    ),
+]
+
+FABRICATED = [
+    pytest.param("It is Lyon, the capital of France.", [FRANCE], "Lyon", id="capital-3-name"),
+    pytest.param(
+        "Buzz Aldrin was the first person to walk on the Moon in 1972.",
+        ["Neil Armstrong became the first person to step onto the lunar surface on July 21, 1969."],
+        ("Buzz", "1972"),  # two fabrications: either may drive
+        id="moon-1-name-and-date",
+    ),
+    pytest.param(
+        "Polonium was discovered by Ernest Rutherford in 1898.", [CURIE], "Ernest", id="name"
+    ),
+    pytest.param("Marie Curie discovered polonium in 1911.", [CURIE], "1911", id="date"),
+    pytest.param(
+        "The Amazon River is about 9,100 kilometres long.", [AMAZON], "9,100", id="number"
+    ),
+    pytest.param("Tickets cost 15 euros.", [MUSEUM], "15", id="price"),
+    pytest.param("Marie Curie did not discover polonium.", [CURIE], None, id="negation"),
+    pytest.param("Children under six do not enter free.", [MUSEUM], None, id="negation-2"),
+]
+
+# Added once the revised signals existed (regression checks of the same two rules, not tuned):
+# one wrong name among many right facts still FAILs (no dilution by length), and a fronted date
+# is a re-ordering like any other.
+LONG_MUSEUM = (
+    "The museum opens at 9 am and tickets cost 12 euros. Children under six enter free. The "
+    "collection includes paintings by Rembrandt and {painter}. Guided tours start at noon on "
+    "Saturdays."
+)
+MUSEUM_LONG_CONTEXT = (
+    MUSEUM + " The collection includes paintings by Rembrandt and Vermeer. Guided tours start "
+    "at noon on Saturdays."
+)
+SUPPORTED += [
+    pytest.param("In 1898 Marie Curie discovered polonium.", [CURIE], id="fronted-date"),
+    pytest.param(LONG_MUSEUM.format(painter="Vermeer"), [MUSEUM_LONG_CONTEXT], id="long-answer"),
+]
+FABRICATED += [
+    pytest.param(
+        LONG_MUSEUM.format(painter="Monet"),
+        [MUSEUM_LONG_CONTEXT],
+        "Monet",
+        id="one-name-in-a-long-answer",
+    ),
+]
+
+
+@pytest.mark.parametrize(("answer", "contexts"), SUPPORTED)
+def test_sanity_a_supported_fact_passes_however_it_is_worded(scoring, answer, contexts) -> None:
+    v = score(scoring, answer, contexts)
+    assert v.decision is Decision.PASS, (v.score, v.evidence["factors"], v.evidence["drivers"])
+
+
+@pytest.mark.parametrize(("answer", "contexts", "span"), FABRICATED)
+def test_sanity_one_fabricated_detail_fails_and_names_its_span(
+    scoring, answer, contexts, span
+) -> None:
+    v = score(scoring, answer, contexts)
+    assert v.decision is Decision.FAIL, (v.score, v.evidence["factors"], v.evidence["drivers"])
+    reason = next(r for r in v.reasons if r.code is ReasonCode.UNSUPPORTED_DETAIL)
+    if span is not None:  # the driving span is the fabricated word, and the console can mark it
+        spans = (span,) if isinstance(span, str) else span
+        assert any(repr(s)[:-1] in reason.detail for s in spans), reason.detail
+        assert any(s in f["text"] for s in spans for f in v.evidence["findings"])
+    else:
+        assert "negation_flipped" in reason.detail, reason.detail

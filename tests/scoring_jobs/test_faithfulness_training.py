@@ -62,3 +62,21 @@ def test_unknown_sets_and_missing_data_are_clear_errors(tmp_path) -> None:
     assert missing.returncode == 2
     assert "qa_data_first1000.jsonnotfound" in "".join(missing.stderr.split())  # rich wraps
     assert not (tmp_path / "m").exists()
+
+
+def test_training_does_not_need_a_loadable_packaged_model(monkeypatch) -> None:
+    """After a change of signals the packaged file no longer loads; featurising for its own
+    retraining falls back to a neutral model (signals read no model)."""
+    from verdictflow.evaluators.faithfulness_model import FaithfulnessModelError
+    from verdictflow.scoring_jobs import faithfulness_training
+
+    real = faithfulness_training.load_scoring
+
+    def stale_packaged_model(policy, idf_stats):
+        if policy.faithfulness.model == "default":
+            raise FaithfulnessModelError("the packaged faithfulness model is stale")
+        return real(policy, idf_stats)
+
+    monkeypatch.setattr(faithfulness_training, "load_scoring", stale_packaged_model)
+    scoring = faithfulness_training._featurising_scoring()
+    assert all(w == 0.0 for f in scoring.ctx.faithfulness.factors for w in f.weights)

@@ -6,7 +6,7 @@ Pure functions over a verdict as JSON. Two kinds carry character offsets into th
   each ``supported``, ``partial`` or ``unsupported``, a supported one with the context excerpt
   that supports it;
 - **faithfulness**: ``evidence.findings``, each a span and the signal it counted against the
-  answer (``fabricated_facts``, ``novel_propn``, ``misplaced_words``, ...).
+  answer (``fabricated_facts``, ``novel_propn``, ``misplaced_names``, ...).
 
 Offsets are Python string indices (code points). The page cannot slice by them (JavaScript
 indexes UTF-16 units), so the answer is cut here, into segments that each know which marks

@@ -6,8 +6,9 @@ answer is faithful only if the contexts back it as a whole (support) **and** non
 made up or misplaced (detail). A single additive model cannot do both: the signals that rank
 gross failures (coverage, novel words) move a little with every paraphrase, and on minimal edits
 that noise drowns the one fabricated name; with the product, a well-supported answer's support
-factor saturates near 1 and its score is driven by the detail factor (docs/verdicts/
-faithfulness.md, "Why two factors").
+factor saturates and its score is driven by the detail factor (docs/verdicts/faithfulness.md,
+"Decisions", 1). Every weight is zero or of its signal's fixed direction (a file that breaks
+this is refused).
 
 The file (``verdictflow/data/faithfulness_model.json``, written by ``verdictflow
 train-faithfulness``) lists each factor's signals with their scaling and weights, the suggested
@@ -27,10 +28,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from verdictflow.evaluators.faithfulness_signals import SIGNAL_NAMES
+from verdictflow.evaluators.faithfulness_signals import DIRECTIONS, SIGNAL_NAMES
 from verdictflow.exceptions import VerdictflowError
 
-FORMAT = "verdictflow-faithfulness/1"
+#: Version 2: order-invariant, bounded signals with fixed directions (issue 16, second round).
+#: A version-1 file names signals this code no longer computes, or computes differently.
+FORMAT = "verdictflow-faithfulness/2"
 #: The packaged model's name in the policy (``faithfulness.model``).
 DEFAULT_MODEL = "default"
 FACTORS = ("support", "detail")
@@ -64,7 +67,7 @@ class Factor:
         return {
             "intercept": self.intercept,
             "signals": [
-                {"name": n, "mean": m, "scale": s, "weight": w}
+                {"name": n, "direction": DIRECTIONS[n], "mean": m, "scale": s, "weight": w}
                 for n, m, s, w in zip(
                     self.signals, self.means, self.scales, self.weights, strict=True
                 )
@@ -146,6 +149,14 @@ class FaithfulnessModel:
             unknown = sorted({n for f in factors for n in f.signals} - set(SIGNAL_NAMES))
             if unknown:
                 raise ValueError(f"signals this version does not compute: {', '.join(unknown)}")
+            against = [
+                n
+                for f in factors
+                for n, w in zip(f.signals, f.weights, strict=True)
+                if w * DIRECTIONS[n] < 0
+            ]
+            if against:
+                raise ValueError(f"weights against their signal's direction: {', '.join(against)}")
             return cls(
                 factors,
                 float(raw["threshold"]),

@@ -3,28 +3,40 @@
 The hallucination score (spec 003) averages its anchors, so one wrong name among nine anchors
 weighs 0.11 while a harmless paraphrase adds unsupported words. These signals keep the
 information that averaging throws away, each a number the learned model
-(:mod:`~verdictflow.evaluators.faithfulness`) weighs, and each with the spans that explain it:
+(:mod:`~verdictflow.evaluators.faithfulness`) weighs, and each with the spans that explain it.
+
+Every signal is **order-invariant** (it compares sets of words and lemmas, per answer sentence
+against its best context sentence; none depends on the order of words), **bounded** (a share in
+[0, 1], or a count entering as ``log(1 + min(n, 3))``), and has a **direction fixed before
+fitting** (:data:`DIRECTIONS`). A first version had a content-bigram novelty signal and
+unbounded counts: on HaluEval, whose right answers are short spans copied from the knowledge,
+both separate by length and word order alone, and the fit learned that artifact, so "Paris is
+the capital of France." failed against "France's capital ... is Paris" (docs/verdicts/
+faithfulness.md, "Decisions").
 
 The **support** signals say how much of the answer the contexts back at all (the gross
 failures: an answer about something else, a summary of another article):
 
-- **Q1** groundedness, the share of the answer's content words found anywhere in the contexts
-  (``novel_word_share``) and of its content bigrams (``novel_bigram_share``);
-- **alignment**: for each answer sentence, the share of its content words that its best context
-  sentence holds; the mean and the worst sentence's.
+- **Q1** groundedness, and the share of the answer's content words found nowhere in the
+  contexts (``novel_word_share``);
+- **alignment**: for each answer sentence, the share of its content words (words or lemmas)
+  that its best context sentence holds; the mean and the worst sentence's.
 
 The **detail** signals look for the one wrong fact among many right ones:
 
-- **fabricated facts**: unsupported named entities, numbers, dates and times from the
-  hallucination check, as a count and as shares by kind (severity: one of them is a made-up fact,
+- **fabricated facts**: unsupported named entities and numbers, dates and times with a value
+  (the hallucination check's anchors; "the night before" has no value and is left to the
+  support signals), as a count and as shares by kind (severity: one of them is a made-up fact,
   however many other anchors are supported);
-- **novel named words**: proper nouns and numbers found nowhere in the contexts, counted and as a
+- **novel names**: proper nouns and numbers found nowhere in the contexts, counted, and as a
   share of the answer's named words (a novel proper noun is rarely a paraphrase; a novel verb
   often is, so novel common words are left to the support factor);
-- **misplaced words**: words of an answer sentence that occur in the contexts, but not around
-  the passage that supports the rest of their sentence ("the Moscow embassy" when Moscow is in
-  another paragraph; the other speaker's name in a chat);
-- **added negation**: a negated answer sentence whose supporting sentences are not negated.
+- **misplaced names** (``misplaced_names``): a name or number that occurs in the contexts, but
+  not around the passage supporting the rest of its sentence ("the Moscow embassy" when Moscow
+  is in another paragraph; the other speaker's name in a chat);
+- **flipped negation** (``negation_flipped``): a negated answer sentence whose supporting
+  sentences are not negated, or a word whose negating prefix its support does not have
+  ("incorrect" where the context says "correct", "uncrewed" / "crewed").
 
 Each signal that counts something against the answer also returns the spans (:class:`Finding`)
 behind it, which the verdict's evidence lists.
@@ -34,19 +46,30 @@ Pure: plain values in, plain values out; no model, no I/O.
 
 from __future__ import annotations
 
-import itertools
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from verdictflow.evaluators.anchors import ENTITY_LABELS
 from verdictflow.evaluators.evidence_index import EvidenceIndex, Span, context_excerpt
-from verdictflow.evaluators.hallucination import HallucinationResult
+from verdictflow.evaluators.hallucination import AnchorCheck, HallucinationResult
 
 #: Anchor kinds that state a fact: one unsupported is a fabricated fact.
 FACT_KINDS = frozenset({"entity", "number", "date", "time"})
-#: Answer words that negate their clause.
+#: Words that negate their clause, in the answer and (as words of a sentence) in the contexts:
+#: the same list on both sides, so "has no plans" is not a negation the answer added.
 NEGATIONS = frozenset({"not", "n't", "never", "no", "nobody", "nothing", "none", "neither", "nor"})
+#: Prefixes that negate a word ("unpopular", "incorrect", "nonlinear"), with the shortest stem
+#: each needs: "in" and its forms take five letters so that "inform" is not "not form".
+NEGATING_PREFIXES: tuple[tuple[str, int], ...] = (
+    ("un", 4), ("non", 4), ("in", 5), ("im", 5), ("il", 5), ("ir", 5),
+)  # fmt: skip
+#: Counts enter the model as ``log(1 + min(n, COUNT_CAP))``: the first fabricated fact
+#: matters most, and a count cannot keep growing with the answer's length (on HaluEval the
+#: hallucinated answers are the long ones; length is not what the model should learn).
+COUNT_CAP = 3
 #: A word whose deficit (see ``_deficits``) is at least this is counted as misplaced.
 MISPLACED_DEFICIT = 0.5
 
@@ -60,7 +83,8 @@ class AnswerToken:
     pos: str
     start: int
     end: int
-    entity: bool  # inside a named entity or number the NER found
+    entity: bool  # inside any entity the NER found (names, numbers, dates, times, ordinals)
+    named: bool = False  # a name or a number: see ``answer_sentences``
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +95,15 @@ class AnswerSentence:
     end: int
     tokens: tuple[AnswerToken, ...]
     negated: bool
+
+
+def _is_named(token: Any) -> bool:
+    """A proper noun, a number, or a word of a named entity (person, place, organisation...):
+    what a paraphrase keeps and a fabrication changes. The common words of a vague date or
+    time ("the night before", "the second half", "7 pm"'s "pm") are not names: they are
+    rephrased freely ("eve" -> "night"), and the hallucination check's parsed value catches a
+    wrong date or time."""
+    return token.like_num or token.pos_ in ("PROPN", "NUM") or token.ent_type_ in ENTITY_LABELS
 
 
 def answer_sentences(doc: Any) -> tuple[AnswerSentence, ...]:
@@ -87,6 +120,7 @@ def answer_sentences(doc: Any) -> tuple[AnswerSentence, ...]:
                 start=t.idx,
                 end=t.idx + len(t.text),
                 entity=bool(t.ent_type_),
+                named=_is_named(t),
             )
             for t in sent
             if not (t.is_punct or t.is_space)
@@ -137,22 +171,27 @@ SUPPORT_SIGNALS: tuple[str, ...] = (
     "groundedness",
     "mean_sentence_coverage",
     "min_sentence_coverage",
-    "novel_bigram_share",
     "novel_word_share",
 )
-#: The signals of the *detail* factor: a fabricated or misplaced fact, an added negation.
+#: The signals of the *detail* factor: a fabricated or misplaced fact, a flipped negation.
 DETAIL_SIGNALS: tuple[str, ...] = (
     "novel_named_share",
     "fabricated_facts",
-    "negation_added",
+    "negation_flipped",
     "novel_propn",
     "novel_number",
     "unsupported_entity_share",
     "unsupported_number_share",
-    "misplaced_words",
+    "misplaced_names",
 )
 #: Every signal, in the order the model file lists them.
 SIGNAL_NAMES: tuple[str, ...] = SUPPORT_SIGNALS + DETAIL_SIGNALS
+_MORE_IS_BETTER = frozenset({"groundedness", "mean_sentence_coverage", "min_sentence_coverage"})
+#: Which way each signal may move the score, fixed before fitting: +1, more of it can only
+#: raise P(faithful); -1, only lower it. Training keeps every weight on its side of zero, so a
+#: set where a signal runs the other way (on SummEdits, consistent edits are paraphrases that
+#: add new words) can drive its weight to 0 but cannot turn it round.
+DIRECTIONS: dict[str, int] = {n: 1 if n in _MORE_IS_BETTER else -1 for n in SIGNAL_NAMES}
 
 
 def _found(token: AnswerToken, terms: frozenset[str]) -> bool:
@@ -169,8 +208,10 @@ class _Sentence:
 
 
 def _context_sentences(contexts: Sequence[EvidenceIndex]) -> list[_Sentence]:
+    """Every context sentence. Negated if the index found a negated word, or if the sentence
+    has one of the answer side's :data:`NEGATIONS` (the index only looks at not / n't / never)."""
     return [
-        _Sentence(i, s.start, s.end, s.terms, bool(s.negated))
+        _Sentence(i, s.start, s.end, s.terms, bool(s.negated) or not NEGATIONS.isdisjoint(s.terms))
         for i, index in enumerate(contexts)
         for s in index.sentences
     ]
@@ -181,8 +222,8 @@ def _share(count: float, total: int) -> float:
 
 
 def _log_count(count: int) -> float:
-    """Counts enter the model as log(1 + n): the first fabricated fact matters most."""
-    return math.log1p(count)
+    """A count as the model reads it: ``log(1 + min(n, COUNT_CAP))``."""
+    return math.log1p(min(count, COUNT_CAP))
 
 
 #: Context sentences on each side that a window adds: a summary sentence often joins a
@@ -205,7 +246,8 @@ def _deficits(tokens: Sequence[AnswerToken], windows: Sequence[frozenset[str]]) 
     """For each word of an answer sentence that the contexts contain: how much less of the rest
     of its sentence occurs around it than around the best-supporting passage. A word taken from
     another passage ("Moscow" from the paragraph about the embassy's staff, the other speaker's
-    name in a chat) has a high deficit; a word in the passage that supports the sentence, 0."""
+    name in a chat) has a high deficit; a word in the passage that supports the sentence, 0.
+    Sets of words: the order of the answer's words does not matter."""
     n = len(tokens)
     if n < 2 or not windows:
         return [0.0] * n
@@ -237,6 +279,21 @@ def _alignment(
     return len(covered[best]) / len(tokens), chosen
 
 
+def _flipped_prefix(token: AnswerToken, terms: frozenset[str]) -> str | None:
+    """The word of ``terms`` that ``token`` negates or un-negates by a prefix ("incorrect" /
+    "correct", "crewed" / "uncrewed"), if any."""
+    for prefix, stem in NEGATING_PREFIXES:
+        word = token.lower
+        if word.startswith(prefix) and len(word) - len(prefix) >= stem:
+            if word[len(prefix) :] in terms:
+                return word[len(prefix) :]
+        elif len(word) >= stem:
+            for form in (word, token.lemma):
+                if prefix + form in terms:
+                    return prefix + form
+    return None
+
+
 def compute_signals(
     sentences: Sequence[AnswerSentence],
     answer_text: str,
@@ -250,24 +307,40 @@ def compute_signals(
     _anchor_signals(result, values, findings)
     candidates = _context_sentences(contexts)
     all_terms: frozenset[str] = frozenset().union(*(c.terms for c in candidates))
-    _novelty_signals(sentences, answer_text, all_terms, contexts, values, findings)
-    _alignment_signals(sentences, answer_text, candidates, values, findings)
+    numbers = _context_numbers(contexts)
+    _novelty_signals(sentences, answer_text, all_terms, numbers, values, findings)
+    _alignment_signals(sentences, answer_text, candidates, all_terms, values, findings)
     return Signals({name: values[name] for name in SIGNAL_NAMES}, tuple(findings))
+
+
+def _has_value(check: AnchorCheck) -> bool:
+    """A fact the answer states precisely: a named entity, or a number, date or time with a
+    parsed value. "The night before", "the second half" are DATE entities without one: a
+    paraphrase of "the eve of" is not a fabricated date."""
+    a = check.anchor
+    if a.kind == "number":
+        return a.quantity is not None
+    if a.kind == "date":
+        return a.date is not None and not a.date.empty
+    if a.kind == "time":
+        return a.time is not None
+    return a.kind == "entity"
 
 
 def _anchor_signals(
     result: HallucinationResult, values: dict[str, float], findings: list[Finding]
 ) -> None:
-    """Support of the hallucination check's anchors, by kind; unsupported facts as findings."""
-    checks = result.checks
+    """Support of the hallucination check's fact anchors, by kind; unsupported facts as
+    findings."""
+    facts = [c for c in result.checks if c.anchor.kind in FACT_KINDS and _has_value(c)]
 
     def unsupported_share(kinds: frozenset[str]) -> float:
-        mine = [c for c in checks if c.anchor.kind in kinds]
+        mine = [c for c in facts if c.anchor.kind in kinds]
         return _share(sum(c.support == "unsupported" for c in mine), len(mine))
 
     values["unsupported_entity_share"] = unsupported_share(frozenset({"entity"}))
     values["unsupported_number_share"] = unsupported_share(frozenset({"number", "date", "time"}))
-    fabricated = [c for c in checks if c.support == "unsupported" and c.anchor.kind in FACT_KINDS]
+    fabricated = [c for c in facts if c.support == "unsupported"]
     values["fabricated_facts"] = _log_count(len(fabricated))
     for check in fabricated:
         a = check.anchor
@@ -276,57 +349,81 @@ def _anchor_signals(
         )
 
 
-#: The signal a novel named word is listed under, by part of speech (other entity words:
-#: ``novel_named_share``).
-_NOVEL_SIGNAL = {"PROPN": "novel_propn", "NUM": "novel_number"}
+#: A number as written: digit runs joined by separators ("1,000", "12.30", "12:30", "3/4");
+#: in a context also with a space after the separator, as text detokenised from a tokenised
+#: corpus or a PDF has it (QAGS CNN/DM's articles: "735, 000" for "735,000").
+_NUMBER = re.compile(r"\d+(?:[.,:/]\d+)*")
+_SPACED_NUMBER = re.compile(r"\d+(?:[.,:/] ?\d+)*")
+_DIGITS = re.compile(r"\d+")
 
 
-def _named(token: AnswerToken) -> bool:
-    """A proper noun, a number or a word inside a named entity: what a paraphrase keeps."""
-    return token.pos in ("PROPN", "NUM") or token.entity
+def _digit_runs(text: str) -> tuple[str, ...]:
+    """A written number as its runs of digits: "12.30" and "12:30", "£42.5m" and "42.5" agree."""
+    return tuple(_DIGITS.findall(text))
+
+
+def _context_numbers(contexts: Sequence[EvidenceIndex]) -> frozenset[tuple[str, ...]]:
+    return frozenset(
+        _digit_runs(m.group())
+        for c in contexts
+        for pattern in (_NUMBER, _SPACED_NUMBER)
+        for m in pattern.finditer(c.text)
+    )
 
 
 def _novelty_signals(
     sentences: Sequence[AnswerSentence],
     answer_text: str,
     all_terms: frozenset[str],
-    contexts: Sequence[EvidenceIndex],
+    numbers: frozenset[tuple[str, ...]],
     values: dict[str, float],
     findings: list[Finding],
 ) -> None:
-    """Answer words and bigrams the contexts never contain; named ones as findings."""
+    """Answer words the contexts never contain (as a word or a lemma; a word with digits, as
+    its digits in any separator or unit); named ones as findings. ``novel_number`` counts
+    written numbers only: a number word ("two friends", "the second half") is often an
+    inference or a phrase, and the hallucination check's value comparison ("two" = "2") is
+    what tells a wrong count (``fabricated_facts``)."""
     tokens = [t for s in sentences for t in s.tokens]
-    novel = [t for t in tokens if not _found(t, all_terms)]
+
+    def found(token: AnswerToken) -> bool:
+        if _found(token, all_terms):
+            return True
+        runs = _digit_runs(token.lower)
+        return bool(runs) and runs in numbers
+
+    novel = [t for t in tokens if not found(t)]
+    written = [t for t in novel if t.pos == "NUM" and _digit_runs(t.lower)]
     values["novel_word_share"] = _share(len(novel), len(tokens))
     values["novel_propn"] = _log_count(sum(t.pos == "PROPN" for t in novel))
-    values["novel_number"] = _log_count(sum(t.pos == "NUM" for t in novel))
-    named = [t for t in tokens if _named(t)]
-    novel_named = [t for t in novel if _named(t)]
+    values["novel_number"] = _log_count(len(written))
+    named = [t for t in tokens if t.named]
+    novel_named = [t for t in novel if t.named]
     values["novel_named_share"] = _share(len(novel_named), len(named))
     for token in novel_named:
-        signal = _NOVEL_SIGNAL.get(token.pos, "novel_named_share")
+        signal = "novel_named_share"
+        if token.pos == "PROPN":
+            signal = "novel_propn"
+        elif token in written:
+            signal = "novel_number"
         findings.append(
             Finding(signal, answer_text[token.start : token.end], token.start,
                     token.end, f"{token.pos} found nowhere in the contexts")
         )  # fmt: skip
-    pairs = [(a.lower, b.lower) for s in sentences for a, b in itertools.pairwise(s.tokens)]
-    context_bigrams: frozenset[tuple[str, str]] = frozenset().union(
-        *(c.content_bigrams for c in contexts)
-    )
-    values["novel_bigram_share"] = _share(sum(p not in context_bigrams for p in pairs), len(pairs))
 
 
 def _alignment_signals(
     sentences: Sequence[AnswerSentence],
     answer_text: str,
     candidates: Sequence[_Sentence],
+    all_terms: frozenset[str],
     values: dict[str, float],
     findings: list[Finding],
 ) -> None:
     """Per answer sentence: its best-supporting context sentence and coverage, its misplaced
     words, and a negation its support does not have."""
     coverages = []
-    negation_added = misplaced = 0
+    flipped = misplaced = 0
     windows = _windows(candidates)
     for sentence in sentences:
         if not sentence.tokens:
@@ -334,23 +431,35 @@ def _alignment_signals(
         for token, deficit in zip(
             sentence.tokens, _deficits(sentence.tokens, windows), strict=True
         ):
-            if deficit >= MISPLACED_DEFICIT:
+            if deficit >= MISPLACED_DEFICIT and token.named:
                 misplaced += 1
                 findings.append(
-                    Finding("misplaced_words", answer_text[token.start : token.end],
+                    Finding("misplaced_names", answer_text[token.start : token.end],
                             token.start, token.end, f"deficit {deficit:.2f}: in the contexts, "
                             "away from the rest of its sentence")
                 )  # fmt: skip
         best, chosen = _alignment(sentence, candidates)
         coverages.append(best)
-        if sentence.negated and chosen and not any(c.negated for c in chosen):
-            negation_added += 1
+        if not chosen:
+            continue
+        if sentence.negated and not any(c.negated for c in chosen):
+            flipped += 1
             findings.append(
-                Finding("negation_added", answer_text[sentence.start : sentence.end][:200],
+                Finding("negation_flipped", answer_text[sentence.start : sentence.end][:200],
                         sentence.start, sentence.end, "negated; its supporting sentences are "
                         "not", chosen[0].context, (chosen[0].start, chosen[0].end))
             )  # fmt: skip
+        support_terms = frozenset().union(*(c.terms for c in chosen))
+        for token in sentence.tokens:
+            other = None if _found(token, all_terms) else _flipped_prefix(token, support_terms)
+            if other is not None:
+                flipped += 1
+                findings.append(
+                    Finding("negation_flipped", answer_text[token.start : token.end],
+                            token.start, token.end, f"its supporting sentence says {other!r}",
+                            chosen[0].context, (chosen[0].start, chosen[0].end))
+                )  # fmt: skip
     values["min_sentence_coverage"] = min(coverages, default=0.0)
     values["mean_sentence_coverage"] = _share(sum(coverages), len(coverages))
-    values["negation_added"] = _log_count(negation_added)
-    values["misplaced_words"] = _log_count(misplaced)
+    values["misplaced_names"] = _log_count(misplaced)
+    values["negation_flipped"] = _log_count(flipped)

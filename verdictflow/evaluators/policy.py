@@ -80,10 +80,10 @@ class FaithfulnessPolicy(_Strict):
     is fully supported by its contexts. ``model`` is ``default`` (the packaged model) or the
     path of a file ``verdictflow train-faithfulness`` wrote; its SHA-256 is in every verdict's
     ``config_digest``. The default threshold is the packaged model's suggested one (the
-    probability that maximises balanced accuracy over its training sets, each weighted
-    equally; ``tests/evaluators/test_faithfulness.py`` keeps the two equal)."""
+    probability at which the worst of its training sets has the highest balanced accuracy;
+    ``tests/evaluators/test_faithfulness.py`` keeps the two equal)."""
 
-    threshold: Unit = 0.51
+    threshold: Unit = 0.39
     model: str = "default"
 
 

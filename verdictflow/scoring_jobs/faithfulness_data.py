@@ -47,6 +47,12 @@ class LabelledSet:
     groups: tuple[str, ...]  # SummEval: the article id; other sets: the event id
     files: dict[str, str]  # file name -> SHA-256 of its bytes
 
+    @property
+    def source(self) -> str:
+        """The data set it comes from (``summedits``, ``halueval``, ``qags``, ``summeval``):
+        training gives every source the same weight, shared by its sets."""
+        return self.name.split("-", 1)[0]
+
 
 def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()

@@ -4,25 +4,32 @@ Signals come from the production path (the answers analyzer's parse and context 
 :func:`~verdictflow.evaluators.faithfulness.faithfulness_signals`), so the model is fitted on
 exactly what the verdict computes.
 
-Labels and weighting (docs/verdicts/faithfulness.md, "Training"):
+Labels and weighting (docs/verdicts/faithfulness.md, "Decisions"):
 
 - every row enters twice, as "faithful" with weight ``target`` and as "not" with weight
   ``1 - target`` (QAGS and SummEval targets are shares and rescaled means, not yes/no);
-- within a set, the faithful and unfaithful mass are equal, and every set has the same total
-  weight: 2,000 HaluEval answers do not outvote 449 SciTLDR summaries, and a set that is 82 %
-  consistent (SummEval) does not teach the model that most text is faithful.
+- within a set, the faithful and unfaithful mass are equal; every *source* (SummEdits, HaluEval,
+  QAGS, SummEval) has the same total weight, shared equally by its sets (SummEdits' four
+  domains, QAGS's two splits). 2,000 HaluEval answers do not outvote 449 SciTLDR summaries, a
+  set that is 82 % consistent (SummEval) does not teach the model that most text is faithful,
+  and SummEdits' four domains, one protocol of minimal edits, are one vote of four, not half of
+  the data.
 
 The fit maximises the weighted log-likelihood of ``sigmoid(support) * sigmoid(detail)`` with a
-small L2 penalty, by L-BFGS from a fixed start (deterministic), on signals standardised with
-scikit-learn's ``StandardScaler``. Weights are rounded to 6 significant digits, so training
-twice writes the same bytes. The suggested threshold is the one (on a 0.01 grid) that maximises
-the mean over sets of balanced accuracy, a row counting as faithful when its target is 1.
+small L2 penalty, by bounded L-BFGS from a fixed start (deterministic), on signals standardised
+by their weighted mean and deviation. Each weight is kept on the side of zero that the signal's
+:data:`~verdictflow.evaluators.faithfulness_signals.DIRECTIONS` allows, so no set can teach the
+model that an unsupported name is good news. Weights are rounded to 6 significant digits, so
+training twice writes the same bytes. The suggested threshold (on a 0.01 grid) is the one at
+which the worst training set's balanced accuracy is highest (:func:`suggested_threshold` says
+why not the pooled optimum); the policy's default is the packaged model's.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -41,10 +48,12 @@ from verdictflow.evaluators.faithfulness import defer_decision, faithfulness_sig
 from verdictflow.evaluators.faithfulness_model import (
     Factor,
     FaithfulnessModel,
+    FaithfulnessModelError,
     model_bytes,
 )
 from verdictflow.evaluators.faithfulness_signals import (
     DETAIL_SIGNALS,
+    DIRECTIONS,
     SIGNAL_NAMES,
     SUPPORT_SIGNALS,
 )
@@ -80,6 +89,25 @@ class Featurised:
         return np.asarray(self.labelled.targets, dtype=np.float64)
 
 
+def _featurising_scoring() -> Scoring:
+    """The default scoring context. Signals read no model, but the context loads the packaged
+    one; after a change of signals that file no longer loads, and it must not stand in the way
+    of its own retraining: then the context gets a neutral model (every weight 0) instead."""
+    try:
+        return load_scoring(Policy(), None)
+    except FaithfulnessModelError as exc:
+        logger.warning("%s; featurising with a neutral model", exc)
+    factors = tuple(
+        Factor(name, signals, (0.0,) * len(signals), (1.0,) * len(signals),
+               (0.0,) * len(signals), START_INTERCEPT)
+        for name, signals in (("support", SUPPORT_SIGNALS), ("detail", DETAIL_SIGNALS))
+    )  # fmt: skip
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "neutral.json"
+        path.write_bytes(model_bytes(FaithfulnessModel(factors, 0.5, {}, "")))
+        return load_scoring(Policy.model_validate({"faithfulness": {"model": str(path)}}), None)
+
+
 def featurise(
     sets: Sequence[LabelledSet],
     scoring: Scoring | None = None,
@@ -90,7 +118,7 @@ def featurise(
     """Every set's signals, computed as the verdict computes them (a progress bar per set);
     with ``baselines``, today's hallucination and Q1 scores of the same rows too (the
     validation bench compares against them; training does not need them)."""
-    scoring = scoring or load_scoring(Policy(), None)
+    scoring = scoring or _featurising_scoring()
     out = []
     with Progress(transient=True) as bar:
         for labelled in sets:
@@ -127,10 +155,16 @@ def featurise(
     return out
 
 
+def _set_weights(sets: Sequence[Featurised]) -> list[float]:
+    """Each set's total weight: 1 / sources, shared equally by the sets of its source."""
+    sources = [s.labelled.source for s in sets]
+    return [1.0 / len(set(sources)) / sources.count(source) for source in sources]
+
+
 def _rows(sets: Sequence[Featurised]) -> tuple[Matrix, Matrix, Matrix]:
     """Stacked signals, 0/1 labels and weights (see the module docstring)."""
     xs, ys, ws = [], [], []
-    for item in sets:
+    for item, set_weight in zip(sets, _set_weights(sets), strict=True):
         t = item.targets
         positive, negative = float(t.sum()), float((1.0 - t).sum())
         for label, mass, share in ((1.0, t, positive), (0.0, 1.0 - t, negative)):
@@ -138,14 +172,14 @@ def _rows(sets: Sequence[Featurised]) -> tuple[Matrix, Matrix, Matrix]:
                 continue
             xs.append(item.signals)
             ys.append(np.full(len(t), label))
-            ws.append(mass / share * 0.5 / len(sets))
+            ws.append(mass / share * 0.5 * set_weight)
     x, y, w = np.vstack(xs), np.concatenate(ys), np.concatenate(ws)
     keep = w > 0
     return x[keep], y[keep], w[keep]
 
 
 def _round(value: float) -> float:
-    return float(f"{value:.6g}")
+    return float(f"{value:.6g}") + 0.0  # never "-0.0": a bound weight is 0
 
 
 def fit(sets: Sequence[Featurised], l2: float = L2) -> FaithfulnessModel:
@@ -169,7 +203,11 @@ def fit(sets: Sequence[Featurised], l2: float = L2) -> FaithfulnessModel:
 
     start = np.zeros(n_support + n_detail + 2)
     start[n_support] = start[-1] = START_INTERCEPT
-    result = minimize(loss, start, method="L-BFGS-B", options={"maxiter": 10_000})
+    # A weight may only be zero or of its signal's sign; intercepts are free.
+    sign = [(0.0, None) if DIRECTIONS[n] > 0 else (None, 0.0) for n in SIGNAL_NAMES]
+    free = [(None, None)]
+    bounds = sign[:n_support] + free + sign[n_support:] + free
+    result = minimize(loss, start, method="L-BFGS-B", bounds=bounds, options={"maxiter": 10_000})
     if not result.success:
         logger.warning("faithfulness fit did not converge: %s", result.message)
     p = result.x
@@ -197,8 +235,9 @@ def fit(sets: Sequence[Featurised], l2: float = L2) -> FaithfulnessModel:
         ],
         "labels": "target in [0, 1]: each row as faithful with weight target and as not with "
         "weight 1 - target",
-        "weighting": "each set the same total weight; within a set, equal faithful and "
-        "unfaithful mass",
+        "weighting": "each source (summedits, halueval, qags, summeval) the same total weight, "
+        "shared equally by its sets; within a set, equal faithful and unfaithful mass",
+        "directions": "every weight zero or of its signal's direction (+1 / -1)",
         "l2": l2,
         "libraries": {name: version(name) for name in ("numpy", "scipy", "scikit-learn")},
     }
@@ -222,16 +261,29 @@ def balanced_accuracy(scores: Matrix, positive: NDArray[np.bool_], threshold: fl
 
 
 def suggested_threshold(model: FaithfulnessModel, sets: Sequence[Featurised]) -> float:
-    """The 0.01-grid threshold maximising mean balanced accuracy over ``sets`` (lowest on ties)."""
+    """The 0.01-grid threshold at which the *worst* training set's balanced accuracy is highest
+    (ties: the higher mean over sets, then the lower threshold), a row counting as faithful
+    when its target is 1.
+
+    Not the pooled optimum: pooled, HaluEval and SummEval (whose faithful rows are copied spans
+    and near-extractive summaries) gain most from a threshold just under the score of a
+    perfectly covered answer, and at that threshold every podcast and dialogue summary of
+    SummEdits FAILs (balanced accuracy 0.50) along with any paraphrased answer. The score's
+    range moves with how abstractive a domain's text is; the threshold no training set pays
+    for is the one that carries to a domain that is in none of them."""
     scored = [(predict(model, s.signals), s.targets >= 0.999) for s in sets]
-    best = (-1.0, 0.5)
+    best_key, best = (-1.0, -1.0), 0.5
     for step in range(1, 100):
         threshold = step / 100
         accuracies = [balanced_accuracy(sc, pos, threshold) for sc, pos in scored]
-        value = float(np.nanmean(accuracies))
-        if value > best[0] + 1e-12:
-            best = (value, threshold)
-    return best[1]
+        accuracies = [a for a in accuracies if not math.isnan(a)]
+        if not accuracies:
+            continue
+        # Rounded, so a difference in the last bits of a sum cannot pick the threshold.
+        key = (round(min(accuracies), 9), round(math.fsum(accuracies) / len(accuracies), 9))
+        if key > best_key:
+            best_key, best = key, threshold
+    return best
 
 
 def train(sets: Sequence[LabelledSet], output: Path) -> FaithfulnessModel:
