@@ -228,7 +228,7 @@ async def test_minilm_finds_a_paraphrase_without_shared_words(
     hybrid = await neural.post("/search", json={**query, "mode": "hybrid"})
     assert hybrid.json()["items"][0]["doc_id"] == "bread"
     health = (await neural.get("/healthz")).json()
-    assert health["embedder"].startswith("vf-st/2:all-MiniLM-L6-v2:dim=384:weights=")
+    assert health["embedder"].startswith("vf-st/3:all-MiniLM-L6-v2:dim=384:weights=")
 
 
 async def test_healthz_and_metrics_report_state(
