@@ -396,13 +396,15 @@ def otlp_services(app: Any) -> list[OtlpExportService]:
     return [c for c in app._children if isinstance(c, OtlpExportService)]
 
 
-def test_no_exporter_when_the_endpoint_is_not_set():
-    settings = Settings(app_id=f"vf-otlp-off-{next(_ids)}", broker="kafka://127.0.0.1:1")
+def test_no_exporter_when_the_endpoint_is_not_set(tmp_path):
+    settings = Settings(
+        app_id=f"vf-otlp-off-{next(_ids)}", broker="kafka://127.0.0.1:1", data_dir=tmp_path
+    )
     app = create_app(settings, Policy(), outbox_factory=lambda a, t: RecordingOutbox())
     assert otlp_services(app) == []
 
 
-async def test_an_agent_exports_each_verdict_it_delivers():
+async def test_an_agent_exports_each_verdict_it_delivers(tmp_path):
     """The lexical answers agent of an app built with an endpoint (recording outbox instead of
     Kafka): every verdict it sends reaches the receiver once it is drained; dead letters do
     not; stopping the service flushes."""
@@ -411,6 +413,7 @@ async def test_an_agent_exports_each_verdict_it_delivers():
         settings = Settings(
             app_id=f"vf-otlp-agent-{next(_ids)}",
             broker="kafka://127.0.0.1:1",
+            data_dir=tmp_path,
             batch_window_seconds=0.01,
             otlp_endpoint=receiver.endpoint,
         )
