@@ -163,6 +163,16 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
+def http_url(endpoint: str) -> str:
+    """``endpoint`` stripped, when it is an ``http(s)://host`` URL; ValueError otherwise. The
+    one check of a collector URL: settings run it at start, :func:`logs_url` before sending."""
+    url = endpoint.strip()
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"must be an http(s) URL such as http://127.0.0.1:4318, not {endpoint!r}")
+    return url
+
+
 def logs_url(endpoint: str) -> str:
     """The OTLP/HTTP logs URL for ``endpoint``: ``<base>/v1/logs``, or the URL itself when it
     already ends in ``/v1/logs``.
@@ -171,14 +181,10 @@ def logs_url(endpoint: str) -> str:
     only to the ``OTEL_EXPORTER_OTLP_ENDPOINT`` base), while operators know the collector's
     base URL (``http://collector:4318``); accepting both avoids a silent 404 either way.
     """
-    url = endpoint.strip()
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise OtlpSetupError(
-            f"the OTLP endpoint must be an http(s) URL such as http://127.0.0.1:4318, "
-            f"not {endpoint!r}"
-        )
-    url = url.rstrip("/")
+    try:
+        url = http_url(endpoint).rstrip("/")
+    except ValueError as exc:
+        raise OtlpSetupError(f"the OTLP endpoint {exc}") from None
     return url if url.endswith(LOGS_PATH) else url + LOGS_PATH
 
 

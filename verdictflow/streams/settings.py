@@ -16,6 +16,8 @@ from urllib.parse import urlsplit
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from verdictflow.monitoring.otlp import http_url  # the mapping only: no OpenTelemetry import
+
 DEFAULT_BROKER = "kafka://127.0.0.1:9092"
 
 
@@ -81,10 +83,7 @@ class Settings(BaseSettings):
         connects to anything, rather than failing every export later."""
         if value is None or not value.strip():
             return None
-        parts = urlsplit(value.strip())
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ValueError(f"must be an http(s) URL such as http://127.0.0.1:4318, not {value!r}")
-        return value.strip()
+        return http_url(value)
 
     @property
     def bootstrap_servers(self) -> str:
