@@ -40,7 +40,7 @@ from answers_throughput import machine
 from tests.support import browser
 from verdictflow.console.follower import CONSOLE_TOPICS
 from verdictflow.dev import sample_path
-from verdictflow.dev_servers import free_port
+from verdictflow.dev_servers import start_server
 from verdictflow.evaluators.policy import load_policy
 from verdictflow.scoring_jobs.eval_answers import expected_verdicts
 from verdictflow.scoring_jobs.replay import read_lines
@@ -138,27 +138,14 @@ def cpu_seconds(pid: int) -> float:
 def start_console(
     settings: Settings, from_beginning: bool, log: Path
 ) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
     env = {
         **os.environ,
         "VERDICTFLOW_BROKER": settings.broker,
         "VERDICTFLOW_TOPIC_PREFIX": settings.topic_prefix,
     }
-    cmd = [
-        sys.executable,
-        "-m",
-        "verdictflow",
-        "console",
-        "--port",
-        str(port),
-        "--log-level",
-        "warning",
-    ]
-    if from_beginning:
-        cmd.append("--from-beginning")
-    with open(log, "ab") as out:
-        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
+    proc, url = start_server(
+        ["console", *(["--from-beginning"] if from_beginning else [])], env, log
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:

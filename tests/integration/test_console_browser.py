@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -29,7 +27,7 @@ from tests.support import browser
 from tests.support.drift import calibrated_policy, produce, verdicts
 from tests.support.processes import WorkerProcess, settings_env
 from verdictflow.dev import sample_path
-from verdictflow.dev_servers import free_port
+from verdictflow.dev_servers import start_server, stop_server
 from verdictflow.evaluators.policy import load_policy
 from verdictflow.models.verdicts import VerdictKind
 from verdictflow.scoring_jobs.drift import run_drift
@@ -50,16 +48,6 @@ DOCS = [
     {"doc_id": "wiki-lyon", "text": "Lyon is the third-largest city of France, on the Rhone."},
     {"doc_id": "wiki-moon", "text": "Neil Armstrong was the first person to walk on the Moon."},
 ]
-
-
-def server(args: list[str], env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    with open(log, "ab") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "verdictflow", *args, "--port", str(port)],
-            env=env, stdout=out, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    return proc, f"http://127.0.0.1:{port}"
 
 
 def wait_for(check: Callable[[], Any], timeout: float, what: str) -> Any:
@@ -87,20 +75,18 @@ def stack(
     env["VERDICTFLOW_QUALITY_EMBEDDER"] = "hashing"
     worker_factory(settings)
     procs = []
-    api, api_url = server(["api", "--log-level", "warning"], env, tmp_path / "api.log")
+    api, api_url = start_server(["api"], env, tmp_path / "api.log")
     procs.append(api)
-    console, url = server(
-        ["console", "--from-beginning", "--api-url", api_url, "--log-level", "warning"],
-        env, tmp_path / "console.log",
-    )  # fmt: skip
+    console, url = start_server(
+        ["console", "--from-beginning", "--api-url", api_url], env, tmp_path / "console.log"
+    )
     procs.append(console)
     try:
         wait_for(lambda: httpx.get(f"{url}/healthz").json()["ready"], 60, "the console")
         yield settings, url
     finally:
         for proc in procs:
-            proc.terminate()
-            proc.wait(15)
+            stop_server(proc)
 
 
 @pytest.mark.timeout(300)

@@ -30,7 +30,7 @@ from typing import Annotated, Any
 
 import httpx
 import orjson
-from fastapi import FastAPI, Query, Request
+from fastapi import Depends, FastAPI, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
@@ -43,7 +43,6 @@ from verdictflow.streams.settings import Settings
 logger = logging.getLogger(__name__)
 
 STATIC = resources.files("verdictflow.console") / "static"
-WINDOWS = (60, 300, 900)
 
 
 @dataclass(frozen=True)
@@ -77,6 +76,26 @@ Label = Annotated[
     str, Query(max_length=200, description="A model, tenant, decision or kind; * for all")
 ]
 Limit = Annotated[int, Query(ge=1, le=1000, description="Failures sent at most")]
+
+
+@dataclass(frozen=True)
+class Filters:
+    """The query parameters that choose what the page sees, shared by the JSON and the stream
+    routes."""
+
+    model: Label = ALL
+    tenant: Label = ALL
+    decision: Label = ALL
+    kind: Label = ALL
+    limit: Limit = 200
+
+    def failures(self, console: ConsoleState, since: int) -> list[dict[str, Any]]:
+        return console.failures_since(
+            since, self.model, self.tenant, self.limit, decision=self.decision, kind=self.kind
+        )
+
+
+FiltersDep = Annotated[Filters, Depends()]
 
 
 def create_console_app(
@@ -120,14 +139,8 @@ def create_console_app(
         return _json(console.stats(window, model, tenant, time.time()))
 
     @app.get("/api/failures")
-    async def failures(
-        model: Label = ALL,
-        tenant: Label = ALL,
-        decision: Label = ALL,
-        kind: Label = ALL,
-        limit: Limit = 200,
-    ) -> Response:
-        return _json(console.failures_since(0, model, tenant, limit, decision=decision, kind=kind))
+    async def failures(filters: FiltersDep) -> Response:
+        return _json(filters.failures(console, 0))
 
     @app.get("/api/verdicts/{verdict_id}")
     async def verdict(verdict_id: str) -> Response:
@@ -140,13 +153,7 @@ def create_console_app(
 
     @app.get("/api/stream")
     async def stream(
-        request: Request,
-        window: Window = 300,
-        model: Label = ALL,
-        tenant: Label = ALL,
-        decision: Label = ALL,
-        kind: Label = ALL,
-        limit: Limit = 200,
+        request: Request, filters: FiltersDep, window: Window = 300
     ) -> EventSourceResponse:
         async def ticks() -> AsyncIterator[dict[str, str]]:
             seqs = {"failures": 0, "alerts": 0, "dead_letters": 0, "quality": 0}
@@ -154,12 +161,11 @@ def create_console_app(
             while not await request.is_disconnected():
                 now = time.time()
                 console.tick(now)
-                payload: dict[str, Any] = {"stats": console.stats(window, model, tenant, now)}
+                stats = console.stats(window, filters.model, filters.tenant, now)
+                payload: dict[str, Any] = {"stats": stats}
                 for name, feed in console.feeds():
                     if name == "failures":
-                        new = console.failures_since(
-                            seqs[name], model, tenant, limit, decision=decision, kind=kind
-                        )
+                        new = filters.failures(console, seqs[name])
                     else:
                         new = feed.since(seqs[name], 50)
                     if new:

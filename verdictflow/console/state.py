@@ -104,9 +104,10 @@ class ConsoleState:
         self._models = LabelCap(lim.label_values)
         self._tenants = LabelCap(lim.label_values)
         self._recent = RecentIds(lim.dedup_window)
-        self._texts: OrderedDict[str, tuple[str, str, str | None]] = OrderedDict()
+        self._texts: OrderedDict[str, tuple[str, str, str]] = OrderedDict()
         self._evidence: OrderedDict[str, bytes] = OrderedDict()
-        self._held: deque[tuple[float, dict[str, Any]]] = deque()
+        #: Failures waiting for their text: (deadline, item, the evidence's marks).
+        self._held: deque[tuple[float, dict[str, Any], list[Mark]]] = deque()
         self.failures = Feed(lim.failures)
         self.alerts = Feed(lim.alerts)
         self.dead_letters = Feed(lim.dead_letters)
@@ -155,10 +156,7 @@ class ConsoleState:
         if not isinstance(key, str) or not isinstance(text, str):
             raise ValueError(f"{source} event without an id or text")
         q = query[:TEXT_CHARS] if isinstance(query, str) else ""
-        self._texts[key] = (text, q, source)
-        self._texts.move_to_end(key)
-        while len(self._texts) > self.limits.texts:
-            self._texts.popitem(last=False)
+        _put_latest(self._texts, key, (text, q, source), self.limits.texts)
 
     def _verdict(self, v: dict[str, Any], raw: bytes, now: float) -> None:
         vid, kind, decision = v["verdict_id"], v["kind"], v["decision"]
@@ -177,20 +175,18 @@ class ConsoleState:
             else None
         )
         key: Key = (series, self._models(v.get("model")), self._tenants(v.get("tenant")))
-        self.counts.add(
-            key, decision, score_bin(score, _scale(series)) if score is not None else None, now
-        )
+        scale = _scale(series)
+        self.counts.add(key, decision, score_bin(score, scale) if score is not None else None, now)
         if decision == "PASS":
             return
-        self._evidence[vid] = raw
-        while len(self._evidence) > self.limits.evidence:
-            self._evidence.popitem(last=False)
+        _put_latest(self._evidence, vid, raw, self.limits.evidence)
+        marks = verdict_marks(v)
         item = {
             "verdict_id": vid,
             "kind": series,
             "input_id": str(v.get("input_id")),
             "score": score,
-            "scale": _scale(series),
+            "scale": scale,
             "direction": _direction(series),
             "threshold": v.get("threshold"),
             "decision": decision,
@@ -198,9 +194,9 @@ class ConsoleState:
             "model": key[1],
             "tenant": key[2],
             "received": now,
-            "marks": [m.as_json() for m in verdict_marks(v)],
+            "marks": [m.as_json() for m in marks],
         }
-        self._held.append((now + self.limits.hold_seconds, item))
+        self._held.append((now + self.limits.hold_seconds, item, marks))
 
     def _dead_letter(self, d: dict[str, Any], now: float) -> None:
         code = str(d.get("error_code") or "unknown")
@@ -239,21 +235,22 @@ class ConsoleState:
     def tick(self, now: float) -> None:
         """Publish held failures whose text arrived or whose wait is over."""
         while self._held:
-            deadline, item = self._held[0]
+            deadline, item, marks = self._held[0]
             known = self._texts.get(item["input_id"])
             if known is None and now < deadline:
                 # later items wait behind this one only while it waits: order is kept
                 break
             self._held.popleft()
-            self._attach_text(item, known)
+            self._attach_text(item, marks, known)
             self.failures.publish(item)
 
-    def _attach_text(self, item: dict[str, Any], known: tuple[str, str, str | None] | None) -> None:
+    def _attach_text(
+        self, item: dict[str, Any], marks: list[Mark], known: tuple[str, str, str] | None
+    ) -> None:
         if known is None:
             item.update(text=None, query=None, text_source=None, segments=[])
             return
         text, query, source = known
-        marks = [Mark(**m) for m in item["marks"]]
         item.update(
             text=text[:TEXT_CHARS],
             query=query,
@@ -341,6 +338,14 @@ class ConsoleState:
         yield "alerts", self.alerts
         yield "dead_letters", self.dead_letters
         yield "quality", self.quality
+
+
+def _put_latest(store: OrderedDict[str, Any], key: str, value: Any, limit: int) -> None:
+    """Put ``key`` last in ``store`` and drop the oldest entries beyond ``limit``."""
+    store[key] = value
+    store.move_to_end(key)
+    while len(store) > limit:
+        store.popitem(last=False)
 
 
 def _matches(key: Key, model: str, tenant: str) -> bool:
