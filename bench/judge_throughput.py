@@ -5,8 +5,10 @@ Measures, on the same N SummEval (article, summary) pairs, in one process (= one
   summaries, as the agent does), nothing else;
 - each judge (twin_lock, judge_lock, both) through :func:`judge_records`, the agent's own batch
   function: decode, parse, judge, encode verdicts. Broker I/O is excluded (the answers
-  benchmark covers it; at ~5,000 records/s it is not the bottleneck here).
-Prints summaries/s, the ratio to the raw ``nlp.pipe`` rate, and the machine.
+  benchmark covers it; at ~5,000 records/s it is not the bottleneck here);
+- both judges plus faithfulness (policy ``faithfulness.summaries``, the agent's default), with
+  a new analyzer per run: every article is indexed afresh, as for articles not seen before.
+Prints summaries/s, ms per summary, the ratio to the raw ``nlp.pipe`` rate, and the machine.
 
     python bench/judge_throughput.py [--n 640] [--repeat 3]
 """
@@ -23,9 +25,12 @@ from pathlib import Path
 
 import orjson
 
+from verdictflow.agents.summaries import summary_analyzer
 from verdictflow.evaluators.judge.verdicts import JudgeConfig, JudgeContext
+from verdictflow.evaluators.policy import Policy
 from verdictflow.nlp import load_pipeline
 from verdictflow.pipelines.summaries import MAX_BATCH, judge_records, spacy_parser
+from verdictflow.scoring_setup import Scoring, load_scoring
 from verdictflow.streams.records import Record
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,7 +55,10 @@ def main() -> None:
             for _ in nlp.pipe(texts, batch_size=32):
                 pass
 
-    def judged(judges: list[str]) -> None:
+    scoring = load_scoring(Policy())
+
+    def judged(judges: list[str], faithfulness: bool = False) -> None:
+        fresh = Scoring(scoring.ctx, summary_analyzer(Policy())) if faithfulness else None
         for batch in batches:
             records = [
                 Record(
@@ -69,13 +77,16 @@ def main() -> None:
                 )
                 for i, r in enumerate(batch)
             ]
-            judge_records(records, parse, ctx, max_bytes=1_000_000)
+            judge_records(
+                records, parse, ctx, max_bytes=1_000_000, override=judges, faithfulness=fresh
+            )
 
     systems = {
         "raw nlp.pipe (reference)": raw_pipe,
         "twin_lock": lambda: judged(["twin_lock"]),
         "judge_lock": lambda: judged(["judge_lock"]),
         "both judges": lambda: judged(["twin_lock", "judge_lock"]),
+        "both judges + faithfulness": lambda: judged(["twin_lock", "judge_lock"], True),
     }
     rates: dict[str, list[float]] = {name: [] for name in systems}
     for _ in range(args.repeat):  # interleaved, so load changes hit every system alike
@@ -92,10 +103,11 @@ def main() -> None:
         f"{len(rows)} SummEval summaries ({len({r['source'] for r in rows})} articles), "
         f"batches of {MAX_BATCH}, median of {args.repeat} runs, one process"
     )
-    print(f"{'system':<28}{'summaries/s':>14}{'range':>20}{'/ nlp.pipe':>12}")
+    print(f"{'system':<28}{'summaries/s':>14}{'range':>20}{'ms/summary':>12}{'/ nlp.pipe':>12}")
     for name, rs in rates.items():
         med = statistics.median(rs)
-        print(f"{name:<28}{med:>14.1f}{f'{min(rs):.1f}-{max(rs):.1f}':>20}{med / ref:>12.2f}")
+        span = f"{min(rs):.1f}-{max(rs):.1f}"
+        print(f"{name:<28}{med:>14.1f}{span:>20}{1000 / med:>12.1f}{med / ref:>12.2f}")
 
 
 if __name__ == "__main__":

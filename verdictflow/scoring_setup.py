@@ -9,9 +9,10 @@ from pathlib import Path
 
 from verdictflow.background import resolve_stats
 from verdictflow.evaluators import relevance
-from verdictflow.evaluators.answer_analysis import COMPONENTS, AnswerAnalyzer
+from verdictflow.evaluators.answer_analysis import CACHE_BYTES, COMPONENTS, AnswerAnalyzer
 from verdictflow.evaluators.answer_verdicts import ScoringContext
 from verdictflow.evaluators.policy import Policy
+from verdictflow.lexicon import LazyAntonyms, lexicon_version
 from verdictflow.nlp import LazyPipeline, installed_pipeline_version
 
 
@@ -30,12 +31,23 @@ def load_scoring(policy: Policy, idf_stats: str | Path | None = "default") -> Sc
         policy,
         background=resolve_stats(idf_stats),
         nlp_version=installed_pipeline_version(COMPONENTS),
+        lexicon_version=lexicon_version(),
     )
-    analyzer = AnswerAnalyzer(
+    analyzer = new_analyzer(policy)
+    relevance.analyze("warm up")  # import scikit-learn now, not inside the first batch
+    return Scoring(ctx, analyzer)
+
+
+def new_analyzer(policy: Policy, cache_bytes: int = CACHE_BYTES) -> AnswerAnalyzer:
+    """An analyzer with the policy's anchor and context-index options, over the process's one
+    spaCy pipeline (``verdictflow.nlp.load_pipeline``, loaded on its first batch and shared
+    with every other analyzer and the judges' parser), with its own context cache: an analyzer
+    is used by one thread at a time."""
+    return AnswerAnalyzer(
         LazyPipeline(COMPONENTS),
         entity_anchors=policy.hallucination.entity_anchors,
         term_anchors=policy.hallucination.term_anchors,
         context_index=policy.hallucination.context_index,
+        cache_bytes=cache_bytes,
+        antonyms=LazyAntonyms(),
     )
-    relevance.analyze("warm up")  # import scikit-learn now, not inside the first batch
-    return Scoring(ctx, analyzer)

@@ -229,6 +229,44 @@ async def test_consistency_window_closes_on_the_watermark_with_defer(built):
     assert verdict["evidence"]["closed_by"] == "window"
 
 
+@pytest.mark.parametrize("faithfulness", [True, False], ids=["faithfulness", "switched-off"])
+async def test_summaries_agent_sends_judge_then_faithfulness_verdicts(faithfulness):
+    """Each summary's judge verdicts, then (policy ``faithfulness.summaries``) its
+    faithfulness verdict, keyed by the summary id; a malformed record, one dead letter."""
+    outbox = RecordingOutbox()
+    settings = Settings(
+        app_id=f"vf-agent-test-{next(_ids)}",
+        broker="kafka://127.0.0.1:1",
+        batch_window_seconds=0.01,
+    )
+    policy = Policy(faithfulness={"summaries": faithfulness})
+    app = create_app(settings, policy, outbox_factory=lambda a, t: outbox)
+    app.finalize()
+    app.flow_control.resume()
+    summary = {
+        "id": "s1",
+        "article": "The council of Paris approved a budget of 5 million euros on Monday. The "
+        "mayor said the money will fund three new schools in the north of the city.",
+        "summary": "The council of Lyon approved a budget of 5 million euros on Monday.",
+    }
+    want = ["verdicts.judge", "verdicts.judge"] + (
+        ["verdicts.faithfulness"] if faithfulness else []
+    )
+    async with agent(app, "vf-summaries").test_context() as ctx:
+        await ctx.put(orjson.dumps(summary), key=b"s1")
+        await ctx.put(b"{not json", key=b"bad")
+        await wait_for(outbox, len(want) + 1, timeout=60)
+        await asyncio.sleep(0.2)
+    assert [(t, k) for t, k, _ in outbox.sent] == [
+        *((topic, "s1") for topic in want),
+        ("dead-letters", "vf.summaries"),
+    ]
+    if faithfulness:
+        (verdict,) = sent_json(outbox, "verdicts.faithfulness")
+        assert verdict["decision"] == "FAIL"
+        assert "Lyon" in [f["text"] for f in verdict["evidence"]["findings"]]
+
+
 async def test_summaries_setup_failure_stops_without_acking(built, monkeypatch):
     """A failure that is not the input's fault (here: judging setup) must reach
     stop_without_commit instead of escaping the agent, which would let take_events ack the

@@ -9,6 +9,11 @@ import orjson
 from tests.console.conftest import find
 from verdictflow.console.state import ConsoleLimits, ConsoleState
 from verdictflow.console.window import WindowCounts, score_bin
+from verdictflow.evaluators.policy import load_policy
+from verdictflow.evaluators.summary_faithfulness import score_summaries
+from verdictflow.models.codec import encode
+from verdictflow.models.events import SummaryEvent
+from verdictflow.scoring_setup import load_scoring
 
 T0 = 1_800_000_000.0
 
@@ -67,6 +72,28 @@ def test_a_failure_carries_its_answer_and_the_lyon_span(
     assert raw is not None
     assert orjson.loads(raw)["evidence"]["unsupported_count"] == 2
     assert all(f["decision"] != "PASS" for f in state.failures_since(0, "*", "*", 500))
+
+
+def test_a_summary_faithfulness_failure_carries_the_summary_and_the_lyon_span() -> None:
+    """Summaries get faithfulness verdicts too (the summaries agent): the failure is joined to
+    the summary's text from ``summaries`` and its fabricated name is marked."""
+    article = "The council of Paris approved a budget of 5 million euros on Monday."
+    text = "The council of Lyon approved a budget of 5 million euros on Monday."
+    event = SummaryEvent(id="sum-lyon", article=article, summary=text)
+    scoring = load_scoring(load_policy(None))
+    (verdict,) = score_summaries([event], scoring.analyzer, scoring.ctx)
+    state = ConsoleState("vf.")
+    state.ingest("vf.summaries", encode(event), T0)
+    state.ingest("vf.verdicts.faithfulness", encode(verdict), T0 + 1)
+    (failure,) = state.failures_since(0, "*", "*", 10)
+    assert (failure["kind"], failure["input_id"], failure["decision"]) == (
+        "faithfulness",
+        "sum-lyon",
+        "FAIL",
+    )
+    assert (failure["text"], failure["text_source"]) == (text, "summary")
+    lyon = next(seg for seg in failure["segments"] if seg["text"] == "Lyon")
+    assert lyon["status"] == "unsupported"
 
 
 def test_a_verdict_read_before_its_answer_waits_for_it_then_gives_up(

@@ -199,6 +199,53 @@ def test_bad_model_files_are_refused_with_the_reason(tmp_path) -> None:
         FaithfulnessModel.from_bytes(b'{"format": "other"}', "x.json")
 
 
+PAPER = (
+    "We train the parser with explicit supervision on every sentence. The error rate increased "
+    "after pruning, and the model became slower."
+)
+
+
+@pytest.mark.parametrize(
+    ("answer", "word", "opposite"),
+    [
+        ("The parser is trained with implicit supervision.", "implicit", "explicit"),
+        ("The error rate decreased after pruning.", "decreased", "increase"),
+        ("The model became faster after pruning.", "faster", "slow"),
+    ],
+)
+def test_a_word_reversed_by_its_antonym_fails_and_names_both(
+    scoring, answer, word, opposite
+) -> None:
+    v = score(scoring, answer, [PAPER])
+    assert v.decision is Decision.FAIL, (v.score, v.evidence["drivers"])
+    (finding,) = [f for f in v.evidence["findings"] if f["signal"] == "antonym_swaps"]
+    assert finding["text"] == word
+    assert opposite in finding["detail"]
+    assert finding["context"]["text"] in PAPER  # the supporting sentence, for the console
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "The error rate increased after pruning.",
+        "The model became slower after pruning.",
+        # the answer names both sides: not a swap
+        "The error rate increased, not decreased, after pruning.",
+    ],
+)
+def test_the_word_the_support_uses_is_no_antonym_swap(scoring, answer) -> None:
+    v = score(scoring, answer, [PAPER])
+    assert "antonym_swaps" not in [f["signal"] for f in v.evidence["findings"]]
+
+
+def test_without_a_lexicon_there_are_no_antonym_swaps(scoring) -> None:
+    from verdictflow.evaluators.answer_analysis import AnswerAnalyzer
+
+    event = AnswerEvent(id="a", answer="The error rate decreased after pruning.", contexts=[PAPER])
+    (parsed,) = AnswerAnalyzer(scoring.analyzer.nlp).analyze([event])
+    assert faithfulness_signals(event, parsed, scoring.ctx).values["antonym_swaps"] == 0.0
+
+
 # --- Behavioural sanity set ---------------------------------------------------------------
 # Hand-written before the signals and the model were revised (issue 16's second round), and kept
 # whatever the validation figures do: re-orderings, passive voice and partial quotes of a

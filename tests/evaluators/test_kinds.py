@@ -17,6 +17,7 @@ from verdictflow.evaluators.kinds import (
     Tier,
     UnknownKindError,
     answer_kinds,
+    emitted_by,
     series_name,
     spec_for,
 )
@@ -61,6 +62,20 @@ def test_lexical_and_nlp_tiers_split_the_answer_kinds() -> None:
     assert nlp == ["hallucination", "faithfulness"]
     assert [s.name for s in answer_kinds()] == lexical + nlp
     assert all(Need.SPACY not in s.needs for s in answer_kinds(Tier.LEXICAL))
+
+
+def test_faithfulness_is_also_emitted_for_summaries_by_the_summaries_agent() -> None:
+    faithfulness = spec_for("faithfulness")
+    assert faithfulness.also_emitted == ((Scope.SUMMARY, "vf-summaries"),)
+    assert faithfulness.agents == ("vf-answers-nlp", "vf-summaries")
+    assert faithfulness.scope is Scope.ANSWER  # calibrated on answers; its tier is unchanged
+    assert [s.name for s in emitted_by("vf-summaries")] == [
+        "faithfulness",
+        "judge.twin_lock",
+        "judge.judge_lock",
+    ]
+    assert [s.name for s in emitted_by("vf-answers-nlp")] == ["hallucination", "faithfulness"]
+    assert all(not s.also_emitted for s in KINDS if s is not faithfulness)
 
 
 def test_score_answers_emits_the_tiers_kinds_in_registry_order() -> None:

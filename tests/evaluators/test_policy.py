@@ -27,6 +27,18 @@ def test_tokenizer_option_changes_digest():
     assert Policy(tokenizer={"remove_stopwords": True}).digest() != Policy().digest()
 
 
+def test_the_summaries_faithfulness_switch_is_read_but_not_digested(tmp_path):
+    """It decides whether summaries get a faithfulness verdict, not what any verdict says:
+    switching it must not change every verdict id."""
+    off = tmp_path / "off.yaml"
+    off.write_text("faithfulness:\n  summaries: false\n")
+    assert Policy().faithfulness.summaries is True
+    assert load_policy(off).faithfulness.summaries is False
+    assert load_policy(off).digest() == Policy().digest()
+    assert Policy.model_validate(load_policy(off).model_dump(mode="json")) == load_policy(off)
+    assert Policy(faithfulness={"threshold": 0.5}).digest() != Policy().digest()
+
+
 @pytest.mark.parametrize(
     ("text", "fragment"),
     [

@@ -62,13 +62,22 @@ def eval_summaries(
     ] = None,
     fmt: Annotated[str, typer.Option("--format", help="jsonl (verdicts) or table")] = "jsonl",
     policy: PolicyOpt = None,
+    idf_stats: Annotated[
+        str,
+        typer.Option(
+            "--idf-stats",
+            help="The worker's --idf-stats (a build-idf file, default or none): faithfulness "
+            "verdicts carry its digest in config_digest",
+        ),
+    ] = "default",
 ) -> None:
-    """Judge summaries offline with the agent's code (Twin-Lock / Judge-Lock): one verdict per
-    line on stdout, dead letters on stderr."""
+    """Judge summaries offline with the agent's code (Twin-Lock / Judge-Lock, then
+    faithfulness unless the policy's faithfulness.summaries is false): one verdict per line on
+    stdout, dead letters on stderr."""
     from verdictflow.evaluators.policy import load_policy
     from verdictflow.scoring_jobs.eval_summaries import run_cli
 
-    run_cli(file, judge, fmt, err, load_policy(policy).judge)
+    run_cli(file, judge, fmt, err, load_policy(policy), idf_stats)
 
 
 def build_idf(

@@ -55,7 +55,8 @@ def worker(
         str | None,
         typer.Option(
             help="lexical (groundedness, relevance, completeness, consistency, summaries, "
-            "document quality), nlp (hallucination) or all; each tier is its own consumer group"
+            "document quality), nlp (hallucination, faithfulness) or all; each tier is its own "
+            "consumer group"
         ),
     ] = None,
     otlp_endpoint: Annotated[
@@ -68,8 +69,9 @@ def worker(
     ] = None,
 ) -> None:
     """Run a Faust worker. Lexical tier (consumer group APP_ID): groundedness, relevance,
-    completeness, the consistency agent, the summaries agent (judge verdicts) and the
-    document-quality agents. NLP tier (group APP_ID-nlp): hallucination."""
+    completeness, the consistency agent, the summaries agent (judge verdicts, and faithfulness
+    of each summary to its article) and the document-quality agents. NLP tier (group
+    APP_ID-nlp): hallucination, faithfulness."""
     from verdictflow.streams.worker import run_worker
 
     setup_logging(log_level)

@@ -29,11 +29,17 @@ from verdictflow.evaluators.evidence_index import (
     build_evidence_index,
     content_words,
 )
-from verdictflow.evaluators.faithfulness_signals import AnswerSentence, answer_sentences
+from verdictflow.evaluators.faithfulness_signals import (
+    AnswerSentence,
+    AntonymLookup,
+    answer_sentences,
+)
 from verdictflow.models.events import AnswerEvent
 
 #: Components the hallucination check uses (the rest of the pipeline stays disabled).
 COMPONENTS = ("tok2vec", "tagger", "parser", "attribute_ruler", "lemmatizer", "ner")
+#: Bytes of context text the context cache holds by default (an index is a few times its text).
+CACHE_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,10 +102,12 @@ class AnswerAnalyzer:
         entity_anchors: bool = True,
         term_anchors: str = "always",
         context_index: str = "lexical",
-        cache_bytes: int = 64 * 1024 * 1024,
+        cache_bytes: int = CACHE_BYTES,
         batch_size: int = 64,
+        antonyms: AntonymLookup | None = None,
     ) -> None:
         self.nlp = nlp
+        self.antonyms = antonyms
         self.entity_anchors = entity_anchors
         self.term_anchors = term_anchors
         self.context_index = context_index
@@ -154,7 +162,7 @@ class AnswerAnalyzer:
                     tuple(hedged),
                     tuple(content_words(doc)),
                     contexts,
-                    answer_sentences(doc),
+                    answer_sentences(doc, self.antonyms),
                 )
             )
         return parsed

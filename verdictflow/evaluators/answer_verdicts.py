@@ -29,7 +29,8 @@ class ScoringContext:
     """What scoring needs besides the input, built once per process from a policy.
 
     ``background`` holds the relevance term statistics (None: every term weighs 1),
-    ``nlp_version`` names the spaCy pipeline the hallucination anchors come from and
+    ``nlp_version`` names the spaCy pipeline the hallucination anchors come from,
+    ``lexicon_version`` the WordNet whose antonyms the faithfulness signals read, and
     ``faithfulness`` is the model file the policy names (read once per file and process). Each
     can move a verdict, so each goes into ``config_digest`` with the policy digest.
     """
@@ -37,6 +38,7 @@ class ScoringContext:
     policy: Policy
     background: BackgroundStats | None = None
     nlp_version: str | None = None
+    lexicon_version: str | None = None
     tokenizer: Tokenizer = field(init=False)
     faithfulness: FaithfulnessModel = field(init=False)
     config_digest: str = field(init=False)
@@ -50,6 +52,7 @@ class ScoringContext:
             "policy": self.policy.digest(),
             "background": self.background.digest if self.background is not None else None,
             "nlp": self.nlp_version,
+            "lexicon": self.lexicon_version,
             "faithfulness_model": self.faithfulness.digest,
         }
         digest = hashlib.sha256(orjson.dumps(material, option=orjson.OPT_SORT_KEYS)).hexdigest()

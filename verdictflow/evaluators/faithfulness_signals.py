@@ -36,7 +36,11 @@ The **detail** signals look for the one wrong fact among many right ones:
   is in another paragraph; the other speaker's name in a chat);
 - **flipped negation** (``negation_flipped``): a negated answer sentence whose supporting
   sentences are not negated, or a word whose negating prefix its support does not have
-  ("incorrect" where the context says "correct", "uncrewed" / "crewed").
+  ("incorrect" where the context says "correct", "uncrewed" / "crewed");
+- **antonym swaps** (``antonym_swaps``): an answer word the contexts never use whose WordNet
+  antonym is in the passage supporting its sentence, the sentence not using that antonym itself
+  ("decreases" where the support says "increases", "implicit" for "explicit"). Error analysis
+  on SummEdits: such reversals PASSed, one new word weighing no more than a paraphrase's.
 
 Each signal that counts something against the answer also returns the spans (:class:`Finding`)
 behind it, which the verdict's evidence lists.
@@ -48,7 +52,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,6 +89,8 @@ class AnswerToken:
     end: int
     entity: bool  # inside any entity the NER found (names, numbers, dates, times, ordinals)
     named: bool = False  # a name or a number: see ``answer_sentences``
+    #: WordNet antonyms of the word's lemma (looked up by the analyzer; empty without one).
+    antonyms: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,10 +112,24 @@ def _is_named(token: Any) -> bool:
     return token.like_num or token.pos_ in ("PROPN", "NUM") or token.ent_type_ in ENTITY_LABELS
 
 
-def answer_sentences(doc: Any) -> tuple[AnswerSentence, ...]:
+#: A word's antonyms: ``(lemma, coarse part of speech) -> words`` (``verdictflow.lexicon``).
+AntonymLookup = Callable[[str, str], frozenset[str]]
+#: Parts of speech whose words are looked up for antonyms.
+ANTONYM_POS = frozenset({"NOUN", "VERB", "ADJ", "ADV"})
+
+
+def _antonyms_of(token: Any, antonyms: AntonymLookup | None) -> frozenset[str]:
+    if antonyms is None or token.pos_ not in ANTONYM_POS or token.ent_type_:
+        return frozenset()
+    return antonyms(token.lemma_.lower(), token.pos_)
+
+
+def answer_sentences(doc: Any, antonyms: AntonymLookup | None = None) -> tuple[AnswerSentence, ...]:
     """The answer's sentences from its parsed ``Doc``. Content words: not punctuation or space,
     with a letter or digit, and not a stop word unless a number or inside an entity (spaCy's
-    stop list has "two" and "three", which a wrong count must not hide behind)."""
+    stop list has "two" and "three", which a wrong count must not hide behind). With
+    ``antonyms``, each noun, verb, adjective and adverb outside an entity carries its
+    antonyms."""
     sentences = []
     for sent in doc.sents:
         tokens = tuple(
@@ -121,6 +141,7 @@ def answer_sentences(doc: Any) -> tuple[AnswerSentence, ...]:
                 end=t.idx + len(t.text),
                 entity=bool(t.ent_type_),
                 named=_is_named(t),
+                antonyms=_antonyms_of(t, antonyms),
             )
             for t in sent
             if not (t.is_punct or t.is_space)
@@ -183,6 +204,7 @@ DETAIL_SIGNALS: tuple[str, ...] = (
     "unsupported_entity_share",
     "unsupported_number_share",
     "misplaced_names",
+    "antonym_swaps",
 )
 #: Every signal, in the order the model file lists them.
 SIGNAL_NAMES: tuple[str, ...] = SUPPORT_SIGNALS + DETAIL_SIGNALS
@@ -423,7 +445,7 @@ def _alignment_signals(
     """Per answer sentence: its best-supporting context sentence and coverage, its misplaced
     words, and a negation its support does not have."""
     coverages = []
-    flipped = misplaced = 0
+    flipped = misplaced = swapped = 0
     windows = _windows(candidates)
     for sentence in sentences:
         if not sentence.tokens:
@@ -450,6 +472,7 @@ def _alignment_signals(
                         "not", chosen[0].context, (chosen[0].start, chosen[0].end))
             )  # fmt: skip
         support_terms = frozenset().union(*(c.terms for c in chosen))
+        swapped += _antonym_swaps(sentence, answer_text, chosen, support_terms, all_terms, findings)
         for token in sentence.tokens:
             other = None if _found(token, all_terms) else _flipped_prefix(token, support_terms)
             if other is not None:
@@ -463,3 +486,32 @@ def _alignment_signals(
     values["mean_sentence_coverage"] = _share(sum(coverages), len(coverages))
     values["misplaced_names"] = _log_count(misplaced)
     values["negation_flipped"] = _log_count(flipped)
+    values["antonym_swaps"] = _log_count(swapped)
+
+
+def _antonym_swaps(
+    sentence: AnswerSentence,
+    answer_text: str,
+    chosen: Sequence[_Sentence],
+    support_terms: frozenset[str],
+    all_terms: frozenset[str],
+    findings: list[Finding],
+) -> int:
+    """Words of the sentence that the contexts never use and whose antonym its supporting
+    sentences do use, unless the answer sentence uses that antonym too ("increase and
+    decrease")."""
+    own = frozenset(t.lower for t in sentence.tokens) | {t.lemma for t in sentence.tokens}
+    count = 0
+    for token in sentence.tokens:
+        if not token.antonyms or _found(token, all_terms):
+            continue
+        opposite = sorted((token.antonyms & support_terms) - own)
+        if opposite:
+            count += 1
+            where = next(c for c in chosen if opposite[0] in c.terms)
+            findings.append(
+                Finding("antonym_swaps", answer_text[token.start : token.end], token.start,
+                        token.end, f"its supporting sentence says {opposite[0]!r}",
+                        where.context, (where.start, where.end))
+            )  # fmt: skip
+    return count

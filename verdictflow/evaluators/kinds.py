@@ -1,8 +1,10 @@
 """Every verdict kind, declared once: the registry.
 
 An entry is a kind's whole contract: the input it scores, the agent (for answers, the tier)
-that emits it, how to read its score (direction and scale), where its threshold lives in the
-policy, what a process must load to score it, its scorer, and its documentation page. The
+that emits it, any other input it is also scored on and by which agent (faithfulness: summaries,
+by ``vf-summaries``; :func:`emitted_by`), how to read its score (direction and scale), where
+its threshold lives in the policy, what a process must load to score it, its scorer, and its
+documentation page. The
 answers pipeline (:mod:`~verdictflow.evaluators.answer_batch`), ``eval``, ``calibrate``,
 ``drift``, the monitor, ``schemas`` and the docs tests iterate :data:`KINDS`; nothing else
 lists kinds or picks a scorer by position.
@@ -55,7 +57,7 @@ class Scope(StrEnum):
 
     ANSWER = "answer"  # one verdict per answer event, from the answers agents
     VARIANT_GROUP = "variant-group"  # one per request's set of answer variants (consistency)
-    SUMMARY = "summary"  # one per summary event and judge
+    SUMMARY = "summary"  # one per summary event (and judge, for the judges)
 
 
 class Need(StrEnum):
@@ -69,6 +71,8 @@ class Need(StrEnum):
 DEFER_SCORE = -1.0
 #: The Faust agent of each answers tier (and, so, its consumer group's agent).
 TIER_AGENTS: dict[Tier, str] = {Tier.LEXICAL: "vf-answers", Tier.NLP: "vf-answers-nlp"}
+#: The Faust agent of ``summaries``: the judges, and faithfulness on summaries.
+SUMMARIES_AGENT = "vf-summaries"
 #: Which side of the threshold passes.
 Direction = Literal["higher", "lower"]
 #: A per-answer scorer: the event, its spaCy parse (None unless the kind needs spaCy) and the
@@ -96,6 +100,15 @@ class KindSpec:
     #: scorer takes an event that carries all its variants inline).
     score: AnswerScorer | None = None
     judge: str | None = None  # summary kinds: the judge's name in the policy and the verdict
+    #: Other inputs the kind is also scored on, each with the agent that emits it for them
+    #: (same topic, scorer, threshold and page): faithfulness on summaries, by
+    #: ``vf-summaries`` (:mod:`~verdictflow.evaluators.summary_faithfulness`).
+    also_emitted: tuple[tuple[Scope, str], ...] = ()
+
+    @property
+    def agents(self) -> tuple[str, ...]:
+        """Every agent that emits this kind: its own, then those of :attr:`also_emitted`."""
+        return (self.agent, *(agent for _, agent in self.also_emitted))
 
     @property
     def event_model(self) -> type[BaseModel]:
@@ -215,6 +228,7 @@ KINDS: tuple[KindSpec, ...] = (
         needs=frozenset({Need.SPACY}),
         perturbations=_CASED_MODEL,
         score=_parsed(score_faithfulness),
+        also_emitted=((Scope.SUMMARY, SUMMARIES_AGENT),),
     ),
     KindSpec(
         "consistency",
@@ -231,7 +245,7 @@ KINDS: tuple[KindSpec, ...] = (
             f"judge.{judge}",
             VerdictKind.JUDGE,
             Scope.SUMMARY,
-            "vf-summaries",
+            SUMMARIES_AGENT,
             "higher",
             10.0,
             "docs/verdicts/judge.md",
@@ -263,6 +277,11 @@ def spec_for(name: str) -> KindSpec:
 def answer_kinds(tier: Tier | None = None) -> tuple[KindSpec, ...]:
     """The per-answer kinds one tier emits, in emission order; every tier's for ``None``."""
     return tuple(s for s in KINDS if s.scope is Scope.ANSWER and (tier is None or s.tier is tier))
+
+
+def emitted_by(agent: str) -> tuple[KindSpec, ...]:
+    """The kinds ``agent`` emits (``vf-summaries``: both judges and faithfulness)."""
+    return tuple(s for s in KINDS if agent in s.agents)
 
 
 def series_name(kind: str, judge: object = None) -> str:

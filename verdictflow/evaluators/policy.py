@@ -83,8 +83,13 @@ class FaithfulnessPolicy(_Strict):
     probability at which the worst of its training sets has the highest balanced accuracy;
     ``tests/evaluators/test_faithfulness.py`` keeps the two equal)."""
 
-    threshold: Unit = 0.39
+    threshold: Unit = 0.41
     model: str = "default"
+    #: Also score every summary against its article (the summaries agent and ``eval
+    #: summaries``, on ``verdicts.faithfulness``; docs/verdicts/judge.md). It decides whether
+    #: a verdict is emitted, not what any verdict says, so it is left out of the digest
+    #: (:data:`EMISSION_SWITCHES`): switching it changes no verdict id.
+    summaries: bool = True
 
 
 class EvidencePolicy(_Strict):
@@ -163,8 +168,13 @@ class CalibrationRecord(_Strict):
     reference: ScoreReference | None = None
 
 
+#: Keys that decide which verdicts are emitted, not what a verdict says: outside the digest.
+EMISSION_SWITCHES: dict[str, set[str]] = {"faithfulness": {"summaries"}}
+
+
 class Policy(_Strict):
-    """Everything that can change a verdict, and nothing else."""
+    """Everything that can change a verdict, and the switches that say which verdicts are
+    emitted (:data:`EMISSION_SWITCHES`, not digested)."""
 
     version: int = 1
     tokenizer: TokenizerOptions = TokenizerOptions()
@@ -183,9 +193,10 @@ class Policy(_Strict):
         return Tokenizer(remove_stopwords=self.tokenizer.remove_stopwords)
 
     def digest(self) -> str:
-        """SHA-256 of the canonical effective configuration, tokenizer version included."""
+        """SHA-256 of the canonical effective configuration, tokenizer version included (the
+        emission switches left out)."""
         payload = {
-            "policy": self.model_dump(mode="json"),
+            "policy": self.model_dump(mode="json", exclude=EMISSION_SWITCHES),
             "tokenizer_version": self.make_tokenizer().version,
         }
         return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()

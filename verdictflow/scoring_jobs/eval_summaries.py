@@ -1,9 +1,11 @@
 """``verdictflow eval summaries FILE``: the summaries agent's verdicts for a JSONL file.
 
 Lines are judged in batches through the same :func:`judge_records` the agent runs, with the
-same spaCy pipeline, so each verdict equals (byte for byte, per verdict_id) what a worker emits
-for the file replayed. Malformed lines become dead-letter records. ``--judge`` overrides the
-events' own ``judges`` (without it: the event's choice, else both judges).
+same spaCy pipeline and policy, so each verdict equals (byte for byte, per verdict_id) what a
+worker emits for the file replayed: the judge verdicts, then the faithfulness verdict of each
+summary (unless the policy's ``faithfulness.summaries`` is off). Malformed lines become
+dead-letter records. ``--judge`` overrides the events' own ``judges`` (without it: the event's
+choice, else both judges); it picks judges only, faithfulness is the policy's to switch.
 """
 
 from __future__ import annotations
@@ -11,19 +13,26 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+import orjson
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
 from verdictflow.evaluators.judge.common import METRICS
-from verdictflow.evaluators.judge.verdicts import JudgeConfig, JudgeContext, Parser
+from verdictflow.evaluators.judge.verdicts import JudgeContext, Parser
+from verdictflow.evaluators.policy import Policy
 from verdictflow.exceptions import VerdictflowError
 from verdictflow.models.codec import DEFAULT_MAX_EVENT_BYTES
-from verdictflow.models.verdicts import JudgeVerdict
+from verdictflow.models.verdicts import JudgeVerdict, Verdict, VerdictKind
 from verdictflow.pipelines.summaries import MAX_BATCH, judge_records
+from verdictflow.scoring_jobs.render import verdict_table
 from verdictflow.streams.records import Record
 from verdictflow.streams.topics import DEAD_LETTERS
+
+if TYPE_CHECKING:
+    from verdictflow.scoring_setup import Scoring
 
 
 def _records(lines: Iterable[bytes], source: str) -> Iterator[Record]:
@@ -42,14 +51,18 @@ def evaluate_summaries(
     source: str = "file",
     max_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     progress: Callable[[int], None] | None = None,
+    faithfulness: Scoring | None = None,
 ) -> Iterator[tuple[bool, bytes]]:
     """(is_dead_letter, encoded record) for raw JSONL lines, in input order: the exact bytes
-    the agent would send to ``verdicts.judge`` or ``dead-letters``."""
+    the agent would send to ``verdicts.judge``, ``verdicts.faithfulness`` (with
+    ``faithfulness``) or ``dead-letters``."""
     batch: list[Record] = []
     done = 0
 
     def flush() -> Iterator[tuple[bool, bytes]]:
-        for outputs in judge_records(batch, parse, ctx, max_bytes=max_bytes, override=judges):
+        for outputs in judge_records(
+            batch, parse, ctx, max_bytes=max_bytes, override=judges, faithfulness=faithfulness
+        ):
             for topic, _, value in outputs:
                 yield topic == DEAD_LETTERS, value
 
@@ -68,22 +81,33 @@ def evaluate_summaries(
 
 
 def run_cli(
-    file: Path, judge: str | None, fmt: str, err: Console, config: JudgeConfig | None = None
+    file: Path,
+    judge: str | None,
+    fmt: str,
+    err: Console,
+    policy: Policy | None = None,
+    idf_stats: str | None = "default",
 ) -> None:
-    """The body of ``verdictflow eval summaries`` (kept here so cli.py stays a thin hook);
-    ``config`` is the policy's ``judge`` section (default thresholds without one)."""
+    """The body of ``verdictflow eval summaries`` (kept here so cli.py stays a thin hook):
+    the judges under ``policy``'s ``judge`` section and, unless it switches it off,
+    faithfulness under its scoring context (``idf_stats`` only enters its config digest, as
+    in the worker)."""
     from verdictflow.evaluators.judge.verdicts import ALL_JUDGES
     from verdictflow.pipelines.summaries import spacy_parser
+    from verdictflow.scoring_setup import load_scoring
 
     choices: dict[str, list[str]] = {"both": list(ALL_JUDGES), **{j: [j] for j in ALL_JUDGES}}
     if judge is not None and judge not in choices:
         raise VerdictflowError(f"--judge must be one of {', '.join(choices)}, not {judge!r}")
     if fmt not in ("jsonl", "table"):
         raise VerdictflowError(f"--format must be jsonl or table, not {fmt!r}")
+    policy = policy or Policy()
     lines = file.read_bytes().splitlines()
     parse, version = spacy_parser()
-    ctx = JudgeContext(config or JudgeConfig(), version)
-    verdicts = []
+    ctx = JudgeContext(policy.judge, version)
+    scoring = load_scoring(policy, idf_stats) if policy.faithfulness.summaries else None
+    judged: list[JudgeVerdict] = []
+    others: list[Verdict] = []
     with Progress(console=err, transient=True) as bar:
         task = bar.add_task(f"judging {file.name}", total=len(lines))
         for dead, value in evaluate_summaries(
@@ -93,15 +117,20 @@ def run_cli(
             judges=choices[judge] if judge else None,
             source=str(file),
             progress=lambda n: bar.update(task, completed=n),
+            faithfulness=scoring,
         ):
             if dead:
                 sys.stderr.buffer.write(value + b"\n")
             elif fmt == "jsonl":
                 sys.stdout.buffer.write(value + b"\n")
+            elif orjson.loads(value)["kind"] == VerdictKind.JUDGE:
+                judged.append(JudgeVerdict.model_validate_json(value))
             else:
-                verdicts.append(JudgeVerdict.model_validate_json(value))
+                others.append(Verdict.model_validate_json(value))
     if fmt == "table":
-        Console().print(judge_table(verdicts))
+        Console().print(judge_table(judged))
+        if others:
+            Console().print(verdict_table(others, title="faithfulness verdicts"))
 
 
 def judge_table(verdicts: Sequence[JudgeVerdict]) -> Table:

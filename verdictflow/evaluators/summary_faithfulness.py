@@ -1,0 +1,72 @@
+"""Faithfulness of a summary to its article: the answers' faithfulness verdict, on summaries.
+
+A summary is read as an answer with no query whose one context is its article
+(:func:`as_answer`), and scored by the registry's ``faithfulness`` scorer unchanged: same
+model, threshold, signals, evidence and config digest as an answer's verdict, keyed by the
+summary id. Two things tell it from an answer's verdict on the shared topic:
+
+- ``verdict_id`` = sha256(summary id, kind, ``summary``, config digest)[:32]
+  (:func:`summary_verdict_id`): an answer and a summary that share an id keep two verdicts,
+  where consumers that deduplicate on ``verdict_id`` (the ledger, the console) would otherwise
+  keep one;
+- ``evidence.scope`` = ``summary``.
+
+Cost: :func:`score_summaries` makes one ``analyze`` call per batch, so each distinct article is
+indexed once, by the analyzer's context index (lexical by default: no neural pipeline) and
+cache; only the summaries go through ``nlp.pipe``. The judges parse article and summary in
+their own path (:mod:`~verdictflow.evaluators.judge.verdicts`); nothing is shared with it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+from verdictflow.evaluators.answer_analysis import AnswerAnalyzer
+from verdictflow.evaluators.answer_verdicts import ScoringContext
+from verdictflow.evaluators.kinds import Scope, spec_for
+from verdictflow.models.events import AnswerEvent, SummaryEvent
+from verdictflow.models.verdicts import Verdict, VerdictKind
+
+
+def as_answer(event: SummaryEvent) -> AnswerEvent:
+    """The answer the faithfulness scorer reads: the summary, its article as the one context."""
+    return AnswerEvent(
+        id=event.id,
+        query="",
+        answer=event.summary,
+        contexts=[event.article],
+        model=event.model,
+        tenant=event.tenant,
+        ts=event.ts,
+    )
+
+
+def summary_verdict_id(summary_id: str, config_digest: str) -> str:
+    """The id of a summary's faithfulness verdict (see the module docstring)."""
+    kind = VerdictKind.FAITHFULNESS.value
+    material = f"{summary_id}\x1f{kind}\x1f{Scope.SUMMARY.value}\x1f{config_digest}"
+    return hashlib.sha256(material.encode()).hexdigest()[:32]
+
+
+def score_summaries(
+    events: Sequence[SummaryEvent], analyzer: AnswerAnalyzer, ctx: ScoringContext
+) -> list[Verdict]:
+    """The faithfulness verdict of each summary, in order (DEFER for an empty summary or
+    article, or a summary with nothing to check, as for answers)."""
+    score = spec_for(VerdictKind.FAITHFULNESS.value).score
+    if score is None:  # the registry gives faithfulness a scorer (tests/evaluators/test_kinds)
+        raise ValueError("faithfulness has no scorer in the registry")
+    answers = [as_answer(e) for e in events]
+    verdicts = []
+    for answer, parsed in zip(answers, analyzer.analyze(answers), strict=True):
+        verdict = score(answer, parsed, ctx)
+        verdicts.append(
+            verdict.model_copy(
+                update={
+                    "verdict_id": summary_verdict_id(answer.id, verdict.config_digest),
+                    "evidence": {**verdict.evidence, "scope": Scope.SUMMARY.value},
+                }
+            )
+        )
+    return verdicts
