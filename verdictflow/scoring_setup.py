@@ -12,7 +12,7 @@ from verdictflow.evaluators import relevance
 from verdictflow.evaluators.answer_analysis import CACHE_BYTES, COMPONENTS, AnswerAnalyzer
 from verdictflow.evaluators.answer_verdicts import ScoringContext
 from verdictflow.evaluators.policy import Policy
-from verdictflow.lexicon import LazyAntonyms, lexicon_version
+from verdictflow.lexicon import LazyLexicon, lexicon_version
 from verdictflow.nlp import LazyPipeline, installed_pipeline_version
 
 
@@ -49,5 +49,5 @@ def new_analyzer(policy: Policy, cache_bytes: int = CACHE_BYTES) -> AnswerAnalyz
         term_anchors=policy.hallucination.term_anchors,
         context_index=policy.hallucination.context_index,
         cache_bytes=cache_bytes,
-        antonyms=LazyAntonyms(),
+        lexicon=LazyLexicon(),
     )

@@ -351,3 +351,36 @@ def test_sanity_one_fabricated_detail_fails_and_names_its_span(
         assert any(s in f["text"] for s in spans for f in v.evidence["findings"])
     else:
         assert "negation_flipped" in reason.detail, reason.detail
+
+
+# --- Paraphrase signals (WordNet stand-ins) -------------------------------------------------
+
+DISTANT = "Astronomers used the telescope to study distant galaxies in the federal observatory."
+
+
+def paraphrase_signals(scoring: Scoring, answer: str) -> dict[str, float]:
+    event = AnswerEvent(id="a", answer=answer, contexts=[DISTANT])
+    (parsed,) = scoring.analyzer.analyze([event])
+    return faithfulness_signals(event, parsed, scoring.ctx).values
+
+
+def test_a_synonym_of_a_dropped_word_counts_as_supported(scoring) -> None:
+    values = paraphrase_signals(scoring, "Astronomers used the telescope to study remote galaxies.")
+    assert values["paraphrased_share"] == 1.0  # "remote" stands for "distant"
+    assert values["min_paraphrase_coverage"] > values["min_sentence_coverage"]
+
+
+def test_a_sister_word_is_no_paraphrase(scoring) -> None:
+    values = paraphrase_signals(
+        scoring, "Astronomers used the telescope to study galaxies in the provincial observatory."
+    )
+    assert values["paraphrased_share"] == 0.0  # "provincial" does not stand for "federal"
+    assert values["min_paraphrase_coverage"] == values["min_sentence_coverage"]
+
+
+def test_an_antonym_is_never_a_stand_in(scoring) -> None:
+    # "decreased" would stand for "slow" (a relative in WordNet), but it reverses "increased"
+    v = score(scoring, "The error rate decreased after pruning.", [PAPER])
+    values = {s["name"]: s["value"] for s in v.evidence["signals"]}
+    assert values["paraphrased_share"] == 0.0
+    assert values["antonym_swaps"] > 0

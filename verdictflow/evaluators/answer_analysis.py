@@ -31,7 +31,7 @@ from verdictflow.evaluators.evidence_index import (
 )
 from verdictflow.evaluators.faithfulness_signals import (
     AnswerSentence,
-    AntonymLookup,
+    WordRelations,
     answer_sentences,
 )
 from verdictflow.models.events import AnswerEvent
@@ -104,10 +104,10 @@ class AnswerAnalyzer:
         context_index: str = "lexical",
         cache_bytes: int = CACHE_BYTES,
         batch_size: int = 64,
-        antonyms: AntonymLookup | None = None,
+        lexicon: WordRelations | None = None,
     ) -> None:
         self.nlp = nlp
-        self.antonyms = antonyms
+        self.lexicon = lexicon
         self.entity_anchors = entity_anchors
         self.term_anchors = term_anchors
         self.context_index = context_index
@@ -162,7 +162,7 @@ class AnswerAnalyzer:
                     tuple(hedged),
                     tuple(content_words(doc)),
                     contexts,
-                    answer_sentences(doc, self.antonyms),
+                    answer_sentences(doc, self.lexicon),
                 )
             )
         return parsed

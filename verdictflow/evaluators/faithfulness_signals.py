@@ -20,7 +20,14 @@ failures: an answer about something else, a summary of another article):
 - **Q1** groundedness, and the share of the answer's content words found nowhere in the
   contexts (``novel_word_share``);
 - **alignment**: for each answer sentence, the share of its content words (words or lemmas)
-  that its best context sentence holds; the mean and the worst sentence's.
+  that its best context sentence holds; the mean and the worst sentence's;
+- **paraphrase**: the same coverage counting also the words that *stand in* for a word of the
+  supporting sentences that the answer sentence dropped (WordNet: a synonym, a similar
+  adjective, a derived form, or a more general word: "remote" for "distant", "animal" for
+  "dog"; not "provincial" for its sister "federal"), and the share of the answer's new common
+  words that do (``paraphrased_share``; 1 when it has none). Error analysis on SummEdits: its
+  faithful edits are paraphrases that add new words, its unfaithful ones swap in words that
+  stand for nothing the source says, and every plain count of new words ranked them backwards.
 
 The **detail** signals look for the one wrong fact among many right ones:
 
@@ -52,9 +59,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from verdictflow.evaluators.anchors import ENTITY_LABELS
 from verdictflow.evaluators.evidence_index import EvidenceIndex, Span, context_excerpt
@@ -89,8 +96,10 @@ class AnswerToken:
     end: int
     entity: bool  # inside any entity the NER found (names, numbers, dates, times, ordinals)
     named: bool = False  # a name or a number: see ``answer_sentences``
-    #: WordNet antonyms of the word's lemma (looked up by the analyzer; empty without one).
+    #: WordNet antonyms of the word's lemma, and the words it may stand in for
+    #: (:meth:`WordRelations.stands_for`); looked up by the analyzer, empty without a lexicon.
     antonyms: frozenset[str] = frozenset()
+    stands_for: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,24 +121,35 @@ def _is_named(token: Any) -> bool:
     return token.like_num or token.pos_ in ("PROPN", "NUM") or token.ent_type_ in ENTITY_LABELS
 
 
-#: A word's antonyms: ``(lemma, coarse part of speech) -> words`` (``verdictflow.lexicon``).
-AntonymLookup = Callable[[str, str], frozenset[str]]
-#: Parts of speech whose words are looked up for antonyms.
-ANTONYM_POS = frozenset({"NOUN", "VERB", "ADJ", "ADV"})
+class WordRelations(Protocol):
+    """What the signals ask a lexicon (``verdictflow.lexicon.Lexicon``): words by ``(lemma,
+    coarse part of speech)``."""
+
+    def antonyms(self, lemma: str, pos: str) -> frozenset[str]: ...
+
+    def stands_for(self, lemma: str, pos: str) -> frozenset[str]: ...
 
 
-def _antonyms_of(token: Any, antonyms: AntonymLookup | None) -> frozenset[str]:
-    if antonyms is None or token.pos_ not in ANTONYM_POS or token.ent_type_:
-        return frozenset()
-    return antonyms(token.lemma_.lower(), token.pos_)
+#: Parts of speech whose words are looked up in the lexicon.
+LEXICON_POS = frozenset({"NOUN", "VERB", "ADJ", "ADV"})
 
 
-def answer_sentences(doc: Any, antonyms: AntonymLookup | None = None) -> tuple[AnswerSentence, ...]:
+def _relations_of(token: Any, lexicon: WordRelations | None) -> dict[str, frozenset[str]]:
+    if lexicon is None or token.pos_ not in LEXICON_POS or token.ent_type_:
+        return {}
+    lemma = token.lemma_.lower()
+    return {
+        "antonyms": lexicon.antonyms(lemma, token.pos_),
+        "stands_for": lexicon.stands_for(lemma, token.pos_),
+    }
+
+
+def answer_sentences(doc: Any, lexicon: WordRelations | None = None) -> tuple[AnswerSentence, ...]:
     """The answer's sentences from its parsed ``Doc``. Content words: not punctuation or space,
     with a letter or digit, and not a stop word unless a number or inside an entity (spaCy's
-    stop list has "two" and "three", which a wrong count must not hide behind). With
-    ``antonyms``, each noun, verb, adjective and adverb outside an entity carries its
-    antonyms."""
+    stop list has "two" and "three", which a wrong count must not hide behind). With a
+    ``lexicon``, each noun, verb, adjective and adverb outside an entity carries its antonyms
+    and the words it may stand in for."""
     sentences = []
     for sent in doc.sents:
         tokens = tuple(
@@ -141,7 +161,7 @@ def answer_sentences(doc: Any, antonyms: AntonymLookup | None = None) -> tuple[A
                 end=t.idx + len(t.text),
                 entity=bool(t.ent_type_),
                 named=_is_named(t),
-                antonyms=_antonyms_of(t, antonyms),
+                **_relations_of(t, lexicon),
             )
             for t in sent
             if not (t.is_punct or t.is_space)
@@ -193,6 +213,9 @@ SUPPORT_SIGNALS: tuple[str, ...] = (
     "mean_sentence_coverage",
     "min_sentence_coverage",
     "novel_word_share",
+    "paraphrased_share",
+    "mean_paraphrase_coverage",
+    "min_paraphrase_coverage",
 )
 #: The signals of the *detail* factor: a fabricated or misplaced fact, a flipped negation.
 DETAIL_SIGNALS: tuple[str, ...] = (
@@ -208,7 +231,16 @@ DETAIL_SIGNALS: tuple[str, ...] = (
 )
 #: Every signal, in the order the model file lists them.
 SIGNAL_NAMES: tuple[str, ...] = SUPPORT_SIGNALS + DETAIL_SIGNALS
-_MORE_IS_BETTER = frozenset({"groundedness", "mean_sentence_coverage", "min_sentence_coverage"})
+_MORE_IS_BETTER = frozenset(
+    {
+        "groundedness",
+        "mean_sentence_coverage",
+        "min_sentence_coverage",
+        "paraphrased_share",
+        "mean_paraphrase_coverage",
+        "min_paraphrase_coverage",
+    }
+)
 #: Which way each signal may move the score, fixed before fitting: +1, more of it can only
 #: raise P(faithful); -1, only lower it. Training keeps every weight on its side of zero, so a
 #: set where a signal runs the other way (on SummEdits, consistent edits are paraphrases that
@@ -444,8 +476,9 @@ def _alignment_signals(
 ) -> None:
     """Per answer sentence: its best-supporting context sentence and coverage, its misplaced
     words, and a negation its support does not have."""
-    coverages = []
-    flipped = misplaced = swapped = 0
+    coverages: list[float] = []
+    paraphrase_coverages: list[float] = []
+    flipped = misplaced = swapped = new_words = paraphrased = 0
     windows = _windows(candidates)
     for sentence in sentences:
         if not sentence.tokens:
@@ -463,6 +496,7 @@ def _alignment_signals(
         best, chosen = _alignment(sentence, candidates)
         coverages.append(best)
         if not chosen:
+            paraphrase_coverages.append(best)
             continue
         if sentence.negated and not any(c.negated for c in chosen):
             flipped += 1
@@ -473,6 +507,10 @@ def _alignment_signals(
             )  # fmt: skip
         support_terms = frozenset().union(*(c.terms for c in chosen))
         swapped += _antonym_swaps(sentence, answer_text, chosen, support_terms, all_terms, findings)
+        new, stand_ins = _paraphrases(sentence, support_terms, all_terms)
+        new_words += new
+        paraphrased += stand_ins
+        paraphrase_coverages.append(min(1.0, best + stand_ins / len(sentence.tokens)))
         for token in sentence.tokens:
             other = None if _found(token, all_terms) else _flipped_prefix(token, support_terms)
             if other is not None:
@@ -487,6 +525,31 @@ def _alignment_signals(
     values["misplaced_names"] = _log_count(misplaced)
     values["negation_flipped"] = _log_count(flipped)
     values["antonym_swaps"] = _log_count(swapped)
+    values["paraphrased_share"] = paraphrased / new_words if new_words else 1.0
+    values["mean_paraphrase_coverage"] = _share(
+        sum(paraphrase_coverages), len(paraphrase_coverages)
+    )
+    values["min_paraphrase_coverage"] = min(paraphrase_coverages, default=0.0)
+
+
+def _paraphrases(
+    sentence: AnswerSentence, support_terms: frozenset[str], all_terms: frozenset[str]
+) -> tuple[int, int]:
+    """The sentence's new common words (not names; found nowhere in the contexts; of a part of
+    speech the lexicon knows), and how many of them stand in for a word its supporting
+    sentences have and the sentence itself does not ("remote" for "distant") without being
+    the antonym of one."""
+    own = frozenset(t.lower for t in sentence.tokens) | {t.lemma for t in sentence.tokens}
+    dropped = support_terms - own
+    new = [
+        t for t in sentence.tokens
+        if not t.named and t.pos in LEXICON_POS and not _found(t, all_terms)
+    ]  # fmt: skip
+    # An antonym of a dropped word is a reversal (``antonym_swaps``), whatever else it might
+    # stand for ("decreased" is a hyponym's relative of "slower" in the next sentence).
+    return len(new), sum(
+        not t.stands_for.isdisjoint(dropped) and t.antonyms.isdisjoint(dropped) for t in new
+    )
 
 
 def _antonym_swaps(

@@ -83,7 +83,7 @@ class FaithfulnessPolicy(_Strict):
     probability at which the worst of its training sets has the highest balanced accuracy;
     ``tests/evaluators/test_faithfulness.py`` keeps the two equal)."""
 
-    threshold: Unit = 0.41
+    threshold: Unit = 0.40
     model: str = "default"
     #: Also score every summary against its article (the summaries agent and ``eval
     #: summaries``, on ``verdicts.faithfulness``; docs/verdicts/judge.md). It decides whether
