@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.summary_texts import ARTICLE, FABRICATED, FAITHFUL
 from verdictflow.evaluators.answer_batch import score_answers
 from verdictflow.evaluators.kinds import Tier
 from verdictflow.evaluators.policy import Policy
@@ -16,15 +17,6 @@ from verdictflow.evaluators.summary_faithfulness import (
 from verdictflow.models.events import SummaryEvent
 from verdictflow.models.verdicts import Decision, ReasonCode, VerdictKind
 from verdictflow.scoring_setup import Scoring, load_scoring, new_analyzer
-
-ARTICLE = (
-    "The city council of Paris approved a new budget of 5 million euros on Monday after a "
-    "long debate. Mayor Anne Hidalgo said the money will fund three new schools in the north "
-    "of the city. Construction is expected to begin in the spring of next year."
-)
-#: "Lyon": a name the article never mentions, where it says Paris.
-FABRICATED = "The city council of Lyon approved a new budget of 5 million euros on Monday."
-FAITHFUL = "The city council of Paris approved a new budget of 5 million euros on Monday."
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import orjson
 import pytest
 
+from tests.support.summary_texts import ARTICLE, FABRICATED, FAITHFUL
 from verdictflow.evaluators.judge.verdicts import JudgeContext, Parser
 from verdictflow.evaluators.policy import Policy
 from verdictflow.models.events import SummaryEvent
@@ -16,14 +17,6 @@ from verdictflow.pipelines import Output, summaries
 from verdictflow.pipelines.summaries import judge_records, spacy_parser
 from verdictflow.scoring_setup import Scoring, load_scoring, new_analyzer
 from verdictflow.streams.records import Record
-
-ARTICLE = (
-    "The city council of Paris approved a new budget of 5 million euros on Monday after a "
-    "long debate. Mayor Anne Hidalgo said the money will fund three new schools in the north "
-    "of the city. Construction is expected to begin in the spring of next year."
-)
-FABRICATED = "The city council of Lyon approved a new budget of 5 million euros on Monday."
-FAITHFUL = "The city council of Paris approved a new budget of 5 million euros on Monday."
 
 
 @pytest.fixture(scope="module")
