@@ -73,10 +73,14 @@ class VerdictMeta:
         return cls(model=event.model, tenant=event.tenant, group=event.group, event_ts=event.ts)
 
 
-def verdict_id(input_id: str, kind: VerdictKind, config_digest: str) -> str:
-    """Deterministic id: a re-processed input yields the same id, so duplicates collapse."""
-    material = f"{input_id}\x1f{kind.value}\x1f{config_digest}".encode()
-    return hashlib.sha256(material).hexdigest()[:32]
+def verdict_id(
+    input_id: str, kind: VerdictKind, config_digest: str, qualifier: str | None = None
+) -> str:
+    """Deterministic id: a re-processed input yields the same id, so duplicates collapse.
+    ``qualifier`` tells apart verdicts of one kind on one input id (a judge's name; ``summary``
+    for a summary's faithfulness, whose id may equal an answer's)."""
+    parts = [input_id, kind.value, *([qualifier] if qualifier is not None else []), config_digest]
+    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:32]
 
 
 def capped(items: Sequence[Any], limit: int) -> list[Any]:

@@ -23,8 +23,8 @@ failures: an answer about something else, a summary of another article):
   that its best context sentence holds; the mean and the worst sentence's;
 - **paraphrase**: the same coverage counting also the words that *stand in* for a word of the
   supporting sentences that the answer sentence dropped (WordNet: a synonym, a similar
-  adjective, a derived form, or a more general word: "remote" for "distant", "animal" for
-  "dog"; not "provincial" for its sister "federal"), and the share of the answer's new common
+  adjective, a derived form, or a more general word: "remote" for "distant", "tree" for
+  "oak"; not "provincial" for its sister "federal"), and the share of the answer's new common
   words that do (``paraphrased_share``; 1 when it has none). Error analysis on SummEdits: its
   faithful edits are paraphrases that add new words, its unfaithful ones swap in words that
   stand for nothing the source says, and every plain count of new words ranked them backwards.
@@ -506,8 +506,12 @@ def _alignment_signals(
                         "not", chosen[0].context, (chosen[0].start, chosen[0].end))
             )  # fmt: skip
         support_terms = frozenset().union(*(c.terms for c in chosen))
-        swapped += _antonym_swaps(sentence, answer_text, chosen, support_terms, all_terms, findings)
-        new, stand_ins = _paraphrases(sentence, support_terms, all_terms)
+        # Words of the supporting sentences the answer sentence does not use: what a new word
+        # may have replaced, by its antonym or by a stand-in.
+        own = frozenset(t.lower for t in sentence.tokens) | {t.lemma for t in sentence.tokens}
+        dropped = support_terms - own
+        swapped += _antonym_swaps(sentence, answer_text, chosen, dropped, all_terms, findings)
+        new, stand_ins = _paraphrases(sentence, dropped, all_terms)
         new_words += new
         paraphrased += stand_ins
         paraphrase_coverages.append(min(1.0, best + stand_ins / len(sentence.tokens)))
@@ -533,14 +537,12 @@ def _alignment_signals(
 
 
 def _paraphrases(
-    sentence: AnswerSentence, support_terms: frozenset[str], all_terms: frozenset[str]
+    sentence: AnswerSentence, dropped: frozenset[str], all_terms: frozenset[str]
 ) -> tuple[int, int]:
     """The sentence's new common words (not names; found nowhere in the contexts; of a part of
     speech the lexicon knows), and how many of them stand in for a word its supporting
     sentences have and the sentence itself does not ("remote" for "distant") without being
     the antonym of one."""
-    own = frozenset(t.lower for t in sentence.tokens) | {t.lemma for t in sentence.tokens}
-    dropped = support_terms - own
     new = [
         t for t in sentence.tokens
         if not t.named and t.pos in LEXICON_POS and not _found(t, all_terms)
@@ -556,19 +558,18 @@ def _antonym_swaps(
     sentence: AnswerSentence,
     answer_text: str,
     chosen: Sequence[_Sentence],
-    support_terms: frozenset[str],
+    dropped: frozenset[str],
     all_terms: frozenset[str],
     findings: list[Finding],
 ) -> int:
     """Words of the sentence that the contexts never use and whose antonym its supporting
     sentences do use, unless the answer sentence uses that antonym too ("increase and
-    decrease")."""
-    own = frozenset(t.lower for t in sentence.tokens) | {t.lemma for t in sentence.tokens}
+    decrease": ``dropped`` is the support's words the sentence does not use)."""
     count = 0
     for token in sentence.tokens:
         if not token.antonyms or _found(token, all_terms):
             continue
-        opposite = sorted((token.antonyms & support_terms) - own)
+        opposite = sorted(token.antonyms & dropped)
         if opposite:
             count += 1
             where = next(c for c in chosen if opposite[0] in c.terms)

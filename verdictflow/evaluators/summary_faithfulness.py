@@ -19,11 +19,10 @@ their own path (:mod:`~verdictflow.evaluators.judge.verdicts`); nothing is share
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 
 from verdictflow.evaluators.answer_analysis import AnswerAnalyzer
-from verdictflow.evaluators.answer_verdicts import ScoringContext
+from verdictflow.evaluators.answer_verdicts import ScoringContext, verdict_id
 from verdictflow.evaluators.kinds import Scope, spec_for
 from verdictflow.models.events import AnswerEvent, SummaryEvent
 from verdictflow.models.verdicts import Verdict, VerdictKind
@@ -44,9 +43,7 @@ def as_answer(event: SummaryEvent) -> AnswerEvent:
 
 def summary_verdict_id(summary_id: str, config_digest: str) -> str:
     """The id of a summary's faithfulness verdict (see the module docstring)."""
-    kind = VerdictKind.FAITHFULNESS.value
-    material = f"{summary_id}\x1f{kind}\x1f{Scope.SUMMARY.value}\x1f{config_digest}"
-    return hashlib.sha256(material.encode()).hexdigest()[:32]
+    return verdict_id(summary_id, VerdictKind.FAITHFULNESS, config_digest, Scope.SUMMARY.value)
 
 
 def score_summaries(

@@ -24,6 +24,7 @@ from typing import Any, Literal
 import orjson
 
 from verdictflow.environment import environment_digest
+from verdictflow.evaluators.answer_verdicts import verdict_id
 from verdictflow.evaluators.judge import common, judge_lock, twin_lock
 from verdictflow.evaluators.judge.rules import round_half_up
 from verdictflow.evaluators.judge.text import Parsed
@@ -65,8 +66,7 @@ class JudgeContext:
 
 
 def judge_verdict_id(input_id: str, judge: str, config_digest: str) -> str:
-    material = f"{input_id}\x1f{VerdictKind.JUDGE.value}\x1f{judge}\x1f{config_digest}"
-    return hashlib.sha256(material.encode()).hexdigest()[:32]
+    return verdict_id(input_id, VerdictKind.JUDGE, config_digest, judge)
 
 
 def _trim(value: Any, limit: int) -> Any:
