@@ -106,12 +106,15 @@ def test_an_operator_sees_counts_the_lyon_span_dead_letters_search_and_an_alert(
 
     wait_for(all_scored, 120, "every sample verdict at the console")
 
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
     with browser.headless_chromium() as page:
         page.get(url + "/")
-        wait = WebDriverWait(page, 30)
+        # the console redraws cards and chips on every stats event: a read that races a redraw
+        # finds a detached element, so every wait retries it instead of failing
+        wait = WebDriverWait(page, 30, ignored_exceptions=(StaleElementReferenceException,))
         # counts per kind, as the cards show them
         for kind, n in by_kind.items():
             wait.until(
@@ -135,9 +138,13 @@ def test_an_operator_sees_counts_the_lyon_span_dead_letters_search_and_an_alert(
         row.find_element(By.CSS_SELECTOR, ".meta button").click()
         evidence = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, f"{row_css} pre.evidence"))
         assert '"unsupported_count": 2' in evidence.text
-        # the two malformed sample lines
-        codes = page.find_elements(By.CSS_SELECTOR, "#dead-letter-codes .chip")
-        assert sum(int(c.text.rsplit(": ", 1)[1]) for c in codes) == 2
+
+        # the two malformed sample lines, counted by their chips (redrawn with every stats event)
+        def dead_letter_chips(d: Any) -> int:
+            chips = d.find_elements(By.CSS_SELECTOR, "#dead-letter-codes .chip")
+            return sum(int(c.text.rsplit(": ", 1)[1]) for c in chips)
+
+        wait.until(lambda d: dead_letter_chips(d) == 2)
         # search through the API: score, quality and final_score per hit
         wait.until(lambda d: "documents" in d.find_element(By.ID, "quality-summary").text)
         page.find_element(By.ID, "search-q").send_keys("capital of France")
