@@ -11,10 +11,10 @@ Every figure is out of sample: the model scoring a set was fitted without it.
   against the share of supported sentences; SummEval: summary-level Kendall tau against expert
   consistency (per article over its 16 summaries, averaged).
 
-Each next to the previous version (the same fit without the signals this version added,
-``NEW_SIGNALS``), today's 1 - hallucination and groundedness (Q1) on the same rows in the same
-run, and the published figures. Also printed: the cost of the new signals per answer (after the
-parse, which the NLP tier pays already) and the shipped model's file size.
+Each next to the previous version (the same fit on the signals as the previous version computed
+them: see ``previous_signals``), today's 1 - hallucination and groundedness (Q1) on the same
+rows in the same run, and the published figures. Also printed: the cost of the signals per
+answer (after the parse, which the NLP tier pays already) and the shipped model's file size.
 
     python bench/validate_faithfulness.py [--data ../shared/data] [--json out.json]
 
@@ -24,6 +24,7 @@ Deterministic: same data, same spaCy model, same figures.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -37,6 +38,15 @@ from numpy.typing import NDArray
 from scipy.stats import kendalltau, pearsonr
 from sklearn.metrics import roc_auc_score
 
+from verdictflow.evaluators.faithfulness import anchor_checks
+from verdictflow.evaluators.faithfulness_signals import (
+    COUNT_CAP,
+    FACT_KINDS,
+    SIGNAL_NAMES,
+    states_value,
+)
+from verdictflow.evaluators.hallucination import HallucinationResult
+from verdictflow.evaluators.policy import Policy
 from verdictflow.scoring_jobs.faithfulness_data import LOADERS, SUMMEDITS_DOMAINS, load_sets
 from verdictflow.scoring_jobs.faithfulness_training import (
     Featurised,
@@ -45,6 +55,7 @@ from verdictflow.scoring_jobs.faithfulness_training import (
     fit,
     predict,
 )
+from verdictflow.scoring_setup import Scoring, load_scoring
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL_FILE = ROOT / "verdictflow" / "data" / "faithfulness_model.json"
@@ -59,13 +70,44 @@ PUBLISHED_OTHER = {
     "summeval": "ROUGE-1 0.130, BERTScore 0.090, UniEval 0.371, G-Eval-4 0.425 (Kendall)",
 }
 Vector = NDArray[np.float64]
-#: Signals this version (the third round, WordNet) added; the previous version's figures come
-#: from the same fit with their weights held at 0 (its signals are otherwise computed the same
-#: way, so this reproduces the second round's held-out figures).
-NEW_SIGNALS = frozenset(
-    {"antonym_swaps", "paraphrased_share", "mean_paraphrase_coverage", "min_paraphrase_coverage"}
-)
+#: The signals the previous version (the third round) computed differently: it counted a fact
+#: anchor as fabricated whenever the hallucination check found no support for it; this version
+#: also needs a word of it that the contexts do not contain (``_anchor_signals``).
+CHANGED_SIGNALS = ("unsupported_entity_share", "unsupported_number_share", "fabricated_facts")
 PREVIOUS = "faithfulness, previous"
+
+
+def previous_fact_signals(result: HallucinationResult) -> dict[str, float]:
+    """:data:`CHANGED_SIGNALS` as the previous version computed them."""
+    facts = [c for c in result.checks if c.anchor.kind in FACT_KINDS and states_value(c)]
+
+    def unsupported_share(kinds: set[str]) -> float:
+        mine = [c for c in facts if c.anchor.kind in kinds]
+        return sum(c.support == "unsupported" for c in mine) / len(mine) if mine else 0.0
+
+    made_up = sum(c.support == "unsupported" for c in facts)
+    return {
+        "unsupported_entity_share": unsupported_share({"entity"}),
+        "unsupported_number_share": unsupported_share({"number", "date", "time"}),
+        "fabricated_facts": math.log1p(min(made_up, COUNT_CAP)),
+    }
+
+
+def previous_signals(sets: Sequence[Featurised], scoring: Scoring) -> list[Featurised]:
+    """The same rows' signals with :data:`CHANGED_SIGNALS` as the previous version computed
+    them (the answers parsed again, by the same pipeline)."""
+    columns = [SIGNAL_NAMES.index(name) for name in CHANGED_SIGNALS]
+    out = []
+    for item in sets:
+        rows = item.signals.copy()
+        events = item.labelled.events
+        for start in range(0, len(events), 64):
+            chunk = events[start : start + 64]
+            for row, parsed in enumerate(scoring.analyzer.analyze(chunk), start):
+                values = previous_fact_signals(anchor_checks(parsed, scoring.ctx))
+                rows[row, columns] = [values[name] for name in CHANGED_SIGNALS]
+        out.append(dataclasses.replace(item, signals=rows))
+    return out
 
 
 def worst_if_none(values: Sequence[float | None]) -> Vector:
@@ -132,13 +174,17 @@ def main() -> None:
         f"machine: {platform.node()} | {os.cpu_count()} cores | {platform.processor() or '?'} | "
         f"load {os.getloadavg()[0]:.2f}"
     )
-    sets = featurise(load_sets(args.data, tuple(LOADERS)), baselines=True)
-    by_name = {s.labelled.name: s for s in sets}
+    scoring = load_scoring(Policy(), None)
+    sets = featurise(load_sets(args.data, tuple(LOADERS)), scoring, baselines=True)
+    before = previous_signals(sets, scoring)
     results: dict[str, dict[str, object]] = {}
 
-    def held_out_scores(name: str, without: frozenset[str] = frozenset()) -> Vector:
-        model = fit([s for s in sets if s.labelled.name != name], without=without)
-        return predict(model, by_name[name].signals)
+    def held_out_scores(name: str, previous: bool = False) -> Vector:
+        rows = before if previous else sets
+        model = fit([s for s in rows if s.labelled.name != name])
+        return predict(model, next(s for s in rows if s.labelled.name == name).signals)
+
+    by_name = {s.labelled.name: s for s in sets}
 
     print("\nSummEdits, leave one domain out: balanced accuracy % on test (test ROC-AUC)")
     rows: dict[str, list[tuple[float, float]]] = defaultdict(list)
@@ -148,7 +194,7 @@ def main() -> None:
         faith = held_out_scores(item.labelled.name)
         faith[deferred] = 0.0
         rows["faithfulness"].append(summedits_protocol(faith, item))
-        previous = held_out_scores(item.labelled.name, NEW_SIGNALS)
+        previous = held_out_scores(item.labelled.name, previous=True)
         previous[deferred] = 0.0
         rows[PREVIOUS].append(summedits_protocol(previous, item))
         rows["1 - hallucination"].append(
@@ -171,7 +217,7 @@ def main() -> None:
         deferred = np.asarray(item.deferred)
         faith = held_out_scores(name)
         faith[deferred] = 0.0
-        previous = held_out_scores(name, NEW_SIGNALS)
+        previous = held_out_scores(name, previous=True)
         previous[deferred] = 0.0
         for label, scores, defer_mask in (
             ("faithfulness", faith, deferred),

@@ -146,6 +146,34 @@ def test_a_wrong_number_is_a_fabricated_fact(scoring) -> None:
     assert wrong["novel_number"] > 0.0
 
 
+#: An article as a tokenised corpus (QAGS CNN/DM) or a PDF gives it: separators followed by a
+#: space, an apostrophe split off.
+DETOKENISED = (
+    "The clip has been viewed more than 235, 000 times. "
+    "Scientists found that dog one got it right in 98. 7 per cent of cases. "
+    "He is said to be in talks with martin o' malley's people."
+)
+
+
+@pytest.mark.parametrize(
+    ("answer", "fact", "made_up"),
+    [
+        ("The clip has been viewed more than 235,000 times.", "235,000", "236,000"),
+        ("Dog one got it right in 98.7 per cent of cases.", "98.7", "98.4"),
+    ],
+)
+def test_a_fact_the_context_writes_apart_is_not_fabricated(scoring, answer, fact, made_up) -> None:
+    event = AnswerEvent(id="a", answer=answer, contexts=[DETOKENISED])
+    (parsed,) = scoring.analyzer.analyze([event])
+    values = faithfulness_signals(event, parsed, scoring.ctx)
+    assert values.values["fabricated_facts"] == 0.0, values.findings
+    assert values.values["unsupported_number_share"] == 0.0
+    # the same fact with a digit the context does not have is still made up
+    wrong = AnswerEvent(id="b", answer=answer.replace(fact, made_up), contexts=[DETOKENISED])
+    (parsed,) = scoring.analyzer.analyze([wrong])
+    assert faithfulness_signals(wrong, parsed, scoring.ctx).values["fabricated_facts"] > 0.0
+
+
 def test_nothing_to_check_defers(scoring) -> None:
     yes = score(scoring, "Yes.")
     assert yes.decision is Decision.DEFER

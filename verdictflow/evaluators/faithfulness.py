@@ -24,7 +24,7 @@ from verdictflow.evaluators.answer_verdicts import (
 )
 from verdictflow.evaluators.faithfulness_signals import Finding, Signals, compute_signals
 from verdictflow.evaluators.groundedness import groundedness
-from verdictflow.evaluators.hallucination import hallucination
+from verdictflow.evaluators.hallucination import HallucinationResult, hallucination
 from verdictflow.evaluators.policy import defer, gate
 from verdictflow.models.events import AnswerEvent
 from verdictflow.models.verdicts import Decision, Reason, ReasonCode, Verdict, VerdictKind
@@ -37,17 +37,23 @@ if TYPE_CHECKING:
 DRIVERS = 3
 
 
+def anchor_checks(parsed: ParsedAnswer, ctx: ScoringContext) -> HallucinationResult:
+    """The hallucination check of the answer's anchors, as the signals read it (spec 003's
+    policy settings)."""
+    policy = ctx.policy.hallucination
+    return hallucination(
+        parsed.anchors, parsed.hedged, parsed.content_words, parsed.contexts,
+        drift_min_overlap=policy.drift_min_overlap, drift_penalty=policy.drift_penalty,
+    )  # fmt: skip
+
+
 def faithfulness_signals(event: AnswerEvent, parsed: ParsedAnswer, ctx: ScoringContext) -> Signals:
     """The signals of one answer: its parse and anchors against its contexts, and Q1."""
     tok = ctx.tokenizer
     q1 = groundedness(
         tok.tokens(event.answer), [tok.tokens(c.text) for c in event.context_passages]
     ).score
-    policy = ctx.policy.hallucination
-    result = hallucination(
-        parsed.anchors, parsed.hedged, parsed.content_words, parsed.contexts,
-        drift_min_overlap=policy.drift_min_overlap, drift_penalty=policy.drift_penalty,
-    )  # fmt: skip
+    result = anchor_checks(parsed, ctx)
     return compute_signals(parsed.sentences, event.answer, result, parsed.contexts, q1 or 0.0)
 
 

@@ -33,8 +33,10 @@ The **detail** signals look for the one wrong fact among many right ones:
 
 - **fabricated facts**: unsupported named entities and numbers, dates and times with a value
   (the hallucination check's anchors; "the night before" has no value and is left to the
-  support signals), as a count and as shares by kind (severity: one of them is a made-up fact,
-  however many other anchors are supported);
+  support signals) that have a word found nowhere in the contexts (one whose words are all
+  there failed the check on its form: "98. 7 per cent" in text detokenised from a PDF), as a
+  count and as shares by kind (severity: one of them is a made-up fact, however many other
+  anchors are supported);
 - **novel names**: proper nouns and numbers found nowhere in the contexts, counted, and as a
   share of the answer's named words (a novel proper noun is rarely a paraphrase; a novel verb
   often is, so novel common words are left to the support factor);
@@ -67,7 +69,7 @@ from verdictflow.evaluators.anchors import ENTITY_LABELS
 from verdictflow.evaluators.evidence_index import EvidenceIndex, Span, context_excerpt
 from verdictflow.evaluators.hallucination import AnchorCheck, HallucinationResult
 
-#: Anchor kinds that state a fact: one unsupported is a fabricated fact.
+#: Anchor kinds that state a fact: one unsupported, with a novel word, is a fabricated fact.
 FACT_KINDS = frozenset({"entity", "number", "date", "time"})
 #: Words that negate their clause, in the answer and (as words of a sentence) in the contexts:
 #: the same list on both sides, so "has no plans" is not a negation the answer added.
@@ -358,16 +360,16 @@ def compute_signals(
     """Every signal of one answer against its contexts (see the module docstring)."""
     values: dict[str, float] = {"groundedness": groundedness}
     findings: list[Finding] = []
-    _anchor_signals(result, values, findings)
     candidates = _context_sentences(contexts)
     all_terms: frozenset[str] = frozenset().union(*(c.terms for c in candidates))
-    numbers = _context_numbers(contexts)
-    _novelty_signals(sentences, answer_text, all_terms, numbers, values, findings)
+    novel = _novel_tokens(sentences, all_terms, _context_numbers(contexts))
+    _anchor_signals(result, novel, values, findings)
+    _novelty_signals(sentences, answer_text, novel, values, findings)
     _alignment_signals(sentences, answer_text, candidates, all_terms, values, findings)
     return Signals({name: values[name] for name in SIGNAL_NAMES}, tuple(findings))
 
 
-def _has_value(check: AnchorCheck) -> bool:
+def states_value(check: AnchorCheck) -> bool:
     """A fact the answer states precisely: a named entity, or a number, date or time with a
     parsed value. "The night before", "the second half" are DATE entities without one: a
     paraphrase of "the eve of" is not a fabricated date."""
@@ -382,21 +384,35 @@ def _has_value(check: AnchorCheck) -> bool:
 
 
 def _anchor_signals(
-    result: HallucinationResult, values: dict[str, float], findings: list[Finding]
+    result: HallucinationResult,
+    novel: Sequence[AnswerToken],
+    values: dict[str, float],
+    findings: list[Finding],
 ) -> None:
-    """Support of the hallucination check's fact anchors, by kind; unsupported facts as
-    findings."""
-    facts = [c for c in result.checks if c.anchor.kind in FACT_KINDS and _has_value(c)]
+    """Fabricated fact anchors, by kind, as findings. A fact is fabricated when the
+    hallucination check found no support for it *and* a word of it is found nowhere in the
+    contexts. A fact all of whose words the contexts do contain failed on its form, not its
+    content: on text detokenised from a tokenised corpus or a PDF ("98. 7 per cent",
+    "o' malley", "tuesday afternoon" with no clock value). Counting every unsupported fact
+    flagged 51 of QAGS CNN/DM's 235 summaries, as faithful as the rest (mean target 0.73
+    against 0.75); with this rule 16, at 0.48 against 0.76. A right word in the wrong place is
+    left to ``misplaced_names``."""
+    facts = [c for c in result.checks if c.anchor.kind in FACT_KINDS and states_value(c)]
+    starts = [t.start for t in novel]
 
-    def unsupported_share(kinds: frozenset[str]) -> float:
+    def fabricated(check: AnchorCheck) -> bool:
+        a = check.anchor
+        return check.support == "unsupported" and any(a.start <= s < a.end for s in starts)
+
+    def fabricated_share(kinds: frozenset[str]) -> float:
         mine = [c for c in facts if c.anchor.kind in kinds]
-        return _share(sum(c.support == "unsupported" for c in mine), len(mine))
+        return _share(sum(fabricated(c) for c in mine), len(mine))
 
-    values["unsupported_entity_share"] = unsupported_share(frozenset({"entity"}))
-    values["unsupported_number_share"] = unsupported_share(frozenset({"number", "date", "time"}))
-    fabricated = [c for c in facts if c.support == "unsupported"]
-    values["fabricated_facts"] = _log_count(len(fabricated))
-    for check in fabricated:
+    values["unsupported_entity_share"] = fabricated_share(frozenset({"entity"}))
+    values["unsupported_number_share"] = fabricated_share(frozenset({"number", "date", "time"}))
+    made_up = [c for c in facts if fabricated(c)]
+    values["fabricated_facts"] = _log_count(len(made_up))
+    for check in made_up:
         a = check.anchor
         findings.append(
             Finding("fabricated_facts", a.text, a.start, a.end, f"{a.kind} {a.label} not found")
@@ -425,20 +441,13 @@ def _context_numbers(contexts: Sequence[EvidenceIndex]) -> frozenset[tuple[str, 
     )
 
 
-def _novelty_signals(
+def _novel_tokens(
     sentences: Sequence[AnswerSentence],
-    answer_text: str,
     all_terms: frozenset[str],
     numbers: frozenset[tuple[str, ...]],
-    values: dict[str, float],
-    findings: list[Finding],
-) -> None:
-    """Answer words the contexts never contain (as a word or a lemma; a word with digits, as
-    its digits in any separator or unit); named ones as findings. ``novel_number`` counts
-    written numbers only: a number word ("two friends", "the second half") is often an
-    inference or a phrase, and the hallucination check's value comparison ("two" = "2") is
-    what tells a wrong count (``fabricated_facts``)."""
-    tokens = [t for s in sentences for t in s.tokens]
+) -> list[AnswerToken]:
+    """Answer words the contexts never contain: not as a word or a lemma, and, for a word with
+    digits, not as its digits in any separator or unit ("98.7" is in "98. 7 per cent")."""
 
     def found(token: AnswerToken) -> bool:
         if _found(token, all_terms):
@@ -446,7 +455,21 @@ def _novelty_signals(
         runs = _digit_runs(token.lower)
         return bool(runs) and runs in numbers
 
-    novel = [t for t in tokens if not found(t)]
+    return [t for s in sentences for t in s.tokens if not found(t)]
+
+
+def _novelty_signals(
+    sentences: Sequence[AnswerSentence],
+    answer_text: str,
+    novel: Sequence[AnswerToken],
+    values: dict[str, float],
+    findings: list[Finding],
+) -> None:
+    """The answer's novel words (:func:`_novel_tokens`); named ones as findings.
+    ``novel_number`` counts written numbers only: a number word ("two friends", "the second
+    half") is often an inference or a phrase, and the hallucination check's value comparison
+    ("two" = "2") is what tells a wrong count (``fabricated_facts``)."""
+    tokens = [t for s in sentences for t in s.tokens]
     written = [t for t in novel if t.pos == "NUM" and _digit_runs(t.lower)]
     values["novel_word_share"] = _share(len(novel), len(tokens))
     values["novel_propn"] = _log_count(sum(t.pos == "PROPN" for t in novel))

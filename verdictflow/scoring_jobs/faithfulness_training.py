@@ -182,12 +182,8 @@ def _round(value: float) -> float:
     return float(f"{value:.6g}") + 0.0  # never "-0.0": a bound weight is 0
 
 
-def fit(
-    sets: Sequence[Featurised], l2: float = L2, without: frozenset[str] = frozenset()
-) -> FaithfulnessModel:
-    """The two-factor model fitted on ``sets`` (threshold and training record included).
-    Signals in ``without`` keep weight 0: the validation bench fits the previous version's
-    model (the signals it had) in the same run as the current one."""
+def fit(sets: Sequence[Featurised], l2: float = L2) -> FaithfulnessModel:
+    """The two-factor model fitted on ``sets`` (threshold and training record included)."""
     x, y, w = _rows(sets)
     mean = np.average(x, axis=0, weights=w)
     scale = np.sqrt(np.average((x - mean) ** 2, axis=0, weights=w))
@@ -208,10 +204,7 @@ def fit(
     start = np.zeros(n_support + n_detail + 2)
     start[n_support] = start[-1] = START_INTERCEPT
     # A weight may only be zero or of its signal's sign; intercepts are free.
-    sign = [
-        (0.0, 0.0) if n in without else (0.0, None) if DIRECTIONS[n] > 0 else (None, 0.0)
-        for n in SIGNAL_NAMES
-    ]
+    sign = [(0.0, None) if DIRECTIONS[n] > 0 else (None, 0.0) for n in SIGNAL_NAMES]
     free = [(None, None)]
     bounds = sign[:n_support] + free + sign[n_support:] + free
     result = minimize(loss, start, method="L-BFGS-B", bounds=bounds, options={"maxiter": 10_000})
