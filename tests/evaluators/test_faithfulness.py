@@ -174,6 +174,18 @@ def test_a_fact_the_context_writes_apart_is_not_fabricated(scoring, answer, fact
     assert faithfulness_signals(wrong, parsed, scoring.ctx).values["fabricated_facts"] > 0.0
 
 
+def test_a_date_made_of_numbers_the_context_has_apart_is_still_fabricated(scoring) -> None:
+    context = "The museum reopened on 12 March 2021. Repairs cost 5 million euros."
+    for answer, made_up in (
+        ("The museum reopened on 5 March 2021.", ["5 March 2021"]),
+        ("The museum reopened on 12 March 2021.", []),
+    ):
+        event = AnswerEvent(id="a", answer=answer, contexts=[context])
+        (parsed,) = scoring.analyzer.analyze([event])
+        found = faithfulness_signals(event, parsed, scoring.ctx).findings
+        assert [f.text for f in found if f.signal == "fabricated_facts"] == made_up
+
+
 def test_nothing_to_check_defers(scoring) -> None:
     yes = score(scoring, "Yes.")
     assert yes.decision is Decision.DEFER

@@ -33,10 +33,10 @@ The **detail** signals look for the one wrong fact among many right ones:
 
 - **fabricated facts**: unsupported named entities and numbers, dates and times with a value
   (the hallucination check's anchors; "the night before" has no value and is left to the
-  support signals) that have a word found nowhere in the contexts (one whose words are all
-  there failed the check on its form: "98. 7 per cent" in text detokenised from a PDF), as a
-  count and as shares by kind (severity: one of them is a made-up fact, however many other
-  anchors are supported);
+  support signals) with something new to the contexts, a word or the digits taken together
+  (one with nothing new failed the check on its form: "98. 7 per cent" in text detokenised
+  from a PDF), as a count and as shares by kind (severity: one of them is a made-up fact,
+  however many other anchors are supported);
 - **novel names**: proper nouns and numbers found nowhere in the contexts, counted, and as a
   share of the answer's named words (a novel proper noun is rarely a paraphrase; a novel verb
   often is, so novel common words are left to the support factor);
@@ -69,7 +69,7 @@ from verdictflow.evaluators.anchors import ENTITY_LABELS
 from verdictflow.evaluators.evidence_index import EvidenceIndex, Span, context_excerpt
 from verdictflow.evaluators.hallucination import AnchorCheck, HallucinationResult
 
-#: Anchor kinds that state a fact: one unsupported, with a novel word, is a fabricated fact.
+#: Anchor kinds that state a fact: one unsupported, with something new in it, is made up.
 FACT_KINDS = frozenset({"entity", "number", "date", "time"})
 #: Words that negate their clause, in the answer and (as words of a sentence) in the contexts:
 #: the same list on both sides, so "has no plans" is not a negation the answer added.
@@ -362,8 +362,9 @@ def compute_signals(
     findings: list[Finding] = []
     candidates = _context_sentences(contexts)
     all_terms: frozenset[str] = frozenset().union(*(c.terms for c in candidates))
-    novel = _novel_tokens(sentences, all_terms, _context_numbers(contexts))
-    _anchor_signals(result, novel, values, findings)
+    numbers = _context_numbers(contexts)
+    novel = _novel_tokens(sentences, all_terms, numbers)
+    _anchor_signals(result, novel, numbers, values, findings)
     _novelty_signals(sentences, answer_text, novel, values, findings)
     _alignment_signals(sentences, answer_text, candidates, all_terms, values, findings)
     return Signals({name: values[name] for name in SIGNAL_NAMES}, tuple(findings))
@@ -386,23 +387,30 @@ def states_value(check: AnchorCheck) -> bool:
 def _anchor_signals(
     result: HallucinationResult,
     novel: Sequence[AnswerToken],
+    numbers: frozenset[tuple[str, ...]],
     values: dict[str, float],
     findings: list[Finding],
 ) -> None:
     """Fabricated fact anchors, by kind, as findings. A fact is fabricated when the
-    hallucination check found no support for it *and* a word of it is found nowhere in the
-    contexts. A fact all of whose words the contexts do contain failed on its form, not its
-    content: on text detokenised from a tokenised corpus or a PDF ("98. 7 per cent",
-    "o' malley", "tuesday afternoon" with no clock value). Counting every unsupported fact
-    flagged 51 of QAGS CNN/DM's 235 summaries, as faithful as the rest (mean target 0.73
-    against 0.75); with this rule 16, at 0.48 against 0.76. A right word in the wrong place is
+    hallucination check found no support for it *and* something in it is new to the contexts:
+    one of its words, or, for a fact with digits, its digit runs taken together ("5 March 2021"
+    is new against "12 March 2021" and "5 million", although each of its words occurs). A fact
+    none of whose parts is new failed the check on its form, not its content: on text
+    detokenised from a tokenised corpus or a PDF ("98. 7 per cent", "o' malley", "tuesday
+    afternoon"). Counting every unsupported fact flagged 51 of QAGS CNN/DM's 235 summaries, as
+    faithful as the rest (mean target 0.73 against 0.75). A right fact in the wrong place is
     left to ``misplaced_names``."""
     facts = [c for c in result.checks if c.anchor.kind in FACT_KINDS and states_value(c)]
     starts = [t.start for t in novel]
 
     def fabricated(check: AnchorCheck) -> bool:
         a = check.anchor
-        return check.support == "unsupported" and any(a.start <= s < a.end for s in starts)
+        if check.support != "unsupported":
+            return False
+        if any(a.start <= s < a.end for s in starts):
+            return True
+        runs = _digit_runs(a.text)
+        return bool(runs) and runs not in numbers
 
     def fabricated_share(kinds: frozenset[str]) -> float:
         mine = [c for c in facts if c.anchor.kind in kinds]
