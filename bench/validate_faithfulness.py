@@ -39,13 +39,7 @@ from scipy.stats import kendalltau, pearsonr
 from sklearn.metrics import roc_auc_score
 
 from verdictflow.evaluators.faithfulness import anchor_checks
-from verdictflow.evaluators.faithfulness_signals import (
-    COUNT_CAP,
-    FACT_KINDS,
-    SIGNAL_NAMES,
-    states_value,
-)
-from verdictflow.evaluators.hallucination import HallucinationResult
+from verdictflow.evaluators.faithfulness_signals import SIGNAL_NAMES, fact_signals
 from verdictflow.evaluators.policy import Policy
 from verdictflow.scoring_jobs.faithfulness_data import LOADERS, SUMMEDITS_DOMAINS, load_sets
 from verdictflow.scoring_jobs.faithfulness_training import (
@@ -72,25 +66,9 @@ PUBLISHED_OTHER = {
 Vector = NDArray[np.float64]
 #: The signals the previous version (the third round) computed differently: it counted a fact
 #: anchor as fabricated whenever the hallucination check found no support for it; this version
-#: also needs a word of it that the contexts do not contain (``_anchor_signals``).
+#: also needs something in it that the contexts do not contain (``_anchor_signals``).
 CHANGED_SIGNALS = ("unsupported_entity_share", "unsupported_number_share", "fabricated_facts")
 PREVIOUS = "faithfulness, previous"
-
-
-def previous_fact_signals(result: HallucinationResult) -> dict[str, float]:
-    """:data:`CHANGED_SIGNALS` as the previous version computed them."""
-    facts = [c for c in result.checks if c.anchor.kind in FACT_KINDS and states_value(c)]
-
-    def unsupported_share(kinds: set[str]) -> float:
-        mine = [c for c in facts if c.anchor.kind in kinds]
-        return sum(c.support == "unsupported" for c in mine) / len(mine) if mine else 0.0
-
-    made_up = sum(c.support == "unsupported" for c in facts)
-    return {
-        "unsupported_entity_share": unsupported_share({"entity"}),
-        "unsupported_number_share": unsupported_share({"number", "date", "time"}),
-        "fabricated_facts": math.log1p(min(made_up, COUNT_CAP)),
-    }
 
 
 def previous_signals(sets: Sequence[Featurised], scoring: Scoring) -> list[Featurised]:
@@ -104,7 +82,8 @@ def previous_signals(sets: Sequence[Featurised], scoring: Scoring) -> list[Featu
         for start in range(0, len(events), 64):
             chunk = events[start : start + 64]
             for row, parsed in enumerate(scoring.analyzer.analyze(chunk), start):
-                values = previous_fact_signals(anchor_checks(parsed, scoring.ctx))
+                result = anchor_checks(parsed, scoring.ctx)
+                values, _ = fact_signals(result, lambda check: check.support == "unsupported")
                 rows[row, columns] = [values[name] for name in CHANGED_SIGNALS]
         out.append(dataclasses.replace(item, signals=rows))
     return out

@@ -61,7 +61,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -370,7 +370,7 @@ def compute_signals(
     return Signals({name: values[name] for name in SIGNAL_NAMES}, tuple(findings))
 
 
-def states_value(check: AnchorCheck) -> bool:
+def _has_value(check: AnchorCheck) -> bool:
     """A fact the answer states precisely: a named entity, or a number, date or time with a
     parsed value. "The night before", "the second half" are DATE entities without one: a
     paraphrase of "the eve of" is not a fabricated date."""
@@ -400,7 +400,6 @@ def _anchor_signals(
     afternoon"). Counting every unsupported fact flagged 51 of QAGS CNN/DM's 235 summaries, as
     faithful as the rest (mean target 0.73 against 0.75). A right fact in the wrong place is
     left to ``misplaced_names``."""
-    facts = [c for c in result.checks if c.anchor.kind in FACT_KINDS and states_value(c)]
     starts = [t.start for t in novel]
 
     def fabricated(check: AnchorCheck) -> bool:
@@ -412,19 +411,34 @@ def _anchor_signals(
         runs = _digit_runs(a.text)
         return bool(runs) and runs not in numbers
 
-    def fabricated_share(kinds: frozenset[str]) -> float:
-        mine = [c for c in facts if c.anchor.kind in kinds]
-        return _share(sum(fabricated(c) for c in mine), len(mine))
-
-    values["unsupported_entity_share"] = fabricated_share(frozenset({"entity"}))
-    values["unsupported_number_share"] = fabricated_share(frozenset({"number", "date", "time"}))
-    made_up = [c for c in facts if fabricated(c)]
-    values["fabricated_facts"] = _log_count(len(made_up))
+    fact_values, made_up = fact_signals(result, fabricated)
+    values.update(fact_values)
     for check in made_up:
         a = check.anchor
         findings.append(
             Finding("fabricated_facts", a.text, a.start, a.end, f"{a.kind} {a.label} not found")
         )
+
+
+def fact_signals(
+    result: HallucinationResult, fabricated: Callable[[AnchorCheck], bool]
+) -> tuple[dict[str, float], list[AnchorCheck]]:
+    """``fabricated_facts`` and the unsupported shares by kind of the check's fact anchors
+    under the rule ``fabricated``, and the fabricated anchors. Its own function so that the
+    validation bench can recompute the previous version's signals (its rule: every anchor the
+    check found unsupported) by the same arithmetic."""
+    facts = [c for c in result.checks if c.anchor.kind in FACT_KINDS and _has_value(c)]
+
+    def fabricated_share(kinds: frozenset[str]) -> float:
+        mine = [c for c in facts if c.anchor.kind in kinds]
+        return _share(sum(fabricated(c) for c in mine), len(mine))
+
+    made_up = [c for c in facts if fabricated(c)]
+    return {
+        "unsupported_entity_share": fabricated_share(frozenset({"entity"})),
+        "unsupported_number_share": fabricated_share(frozenset({"number", "date", "time"})),
+        "fabricated_facts": _log_count(len(made_up)),
+    }, made_up
 
 
 #: A number as written: digit runs joined by separators ("1,000", "12.30", "12:30", "3/4");
