@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from verdictflow.evaluators.answer_analysis import COMPONENTS, AnswerAnalyzer, ContextCache
+from verdictflow.evaluators.answer_analysis import (
+    COMPONENTS,
+    INDEX_BYTES_PER_CHAR,
+    AnswerAnalyzer,
+    ContextCache,
+)
 from verdictflow.evaluators.context_index import ContextIndexer
 from verdictflow.evaluators.evidence_index import build_evidence_index
 from verdictflow.evaluators.quantities import DatePoint
@@ -63,7 +68,9 @@ def test_negation_marks_the_verb_it_negates(nlp) -> None:
 
 
 def test_the_cache_is_bounded_by_bytes_and_counts_hits(nlp) -> None:
-    analyzer = AnswerAnalyzer(nlp, cache_bytes=len(TEXTS[2]) + len(TEXTS[3]))
+    analyzer = AnswerAnalyzer(
+        nlp, cache_bytes=(len(TEXTS[2]) + len(TEXTS[3])) * INDEX_BYTES_PER_CHAR
+    )
     events = [
         AnswerEvent(id=str(i), answer="Curie won in 1903.", contexts=[t])
         for i, t in enumerate(TEXTS)
@@ -101,5 +108,5 @@ def test_the_worker_exports_the_cache_figures(nlp) -> None:
     text = generate_latest(metrics.registry).decode()
     assert "vf_context_cache_hits_total 0.0" in text  # one batch: indexed once, not looked up
     assert "vf_context_cache_misses_total 1.0" in text
-    assert f"vf_context_cache_bytes {float(len(TEXTS[2]))}" in text
+    assert f"vf_context_cache_bytes {float(len(TEXTS[2]) * INDEX_BYTES_PER_CHAR)}" in text
     assert "vf_context_cache_entries 1.0" in text

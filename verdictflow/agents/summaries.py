@@ -43,10 +43,10 @@ from verdictflow.streams.topics import SUMMARIES
 logger = logging.getLogger(__name__)
 
 
-#: Bytes of article text whose indexes the faithfulness analyzer keeps (its own cache, not
+#: Estimated bytes of article indexes the faithfulness analyzer keeps (its own cache, not
 #: the NLP tier's: an analyzer is used by one thread at a time). Summaries of one article
 #: mostly arrive close together, so a quarter of the answers' cache is plenty.
-ARTICLE_CACHE_BYTES = 16 * 1024 * 1024
+ARTICLE_CACHE_BYTES = 64 * 1024 * 1024
 
 
 def summary_analyzer(policy: Policy) -> AnswerAnalyzer:

@@ -158,6 +158,7 @@ def claims_of(doc: Any) -> tuple[list[Anchor], list[HedgedClaim]]:
     """Assertive SVO claims and the hedged ones that were filtered out."""
     claims: list[Anchor] = []
     hedged: list[HedgedClaim] = []
+    text = doc.text  # built from every token on each access: once, not per claim
     for verb in doc:
         if verb.pos_ not in ("VERB", "AUX") or verb.dep_ in ("aux", "auxpass"):
             continue
@@ -170,7 +171,7 @@ def claims_of(doc: Any) -> tuple[list[Anchor], list[HedgedClaim]]:
         end = max(t.idx + len(t.text) for t in obj.subtree)
         cue = _hedge_cue(verb)
         if cue is not None:
-            hedged.append(HedgedClaim(doc.text[start:end], start, end, cue))
+            hedged.append(HedgedClaim(text[start:end], start, end, cue))
             continue
         claim = Claim(
             subject=None if subject.pos_ == "PRON" else _lemma(subject),
@@ -179,7 +180,7 @@ def claims_of(doc: Any) -> tuple[list[Anchor], list[HedgedClaim]]:
             negated=any(c.dep_ == "neg" for c in verb.children),
         )
         claims.append(
-            Anchor(kind="claim", label="SVO", text=doc.text[start:end], start=start, end=end,
+            Anchor(kind="claim", label="SVO", text=text[start:end], start=start, end=end,
                    claim=claim)
         )  # fmt: skip
     return claims, hedged
@@ -189,6 +190,7 @@ def _proper_noun_runs(doc: Any, covered: set[int]) -> list[Anchor]:
     """Runs of proper nouns the NER left unlabelled ("Crambidae", "The Wolfhounds"): short
     answers are often bare names, which the small English model does not always tag."""
     anchors: list[Anchor] = []
+    text = doc.text  # built from every token on each access: once, not per run
     run: list[Any] = []
     for token in [*doc, None]:
         if token is not None and token.pos_ == "PROPN" and token.i not in covered:
@@ -199,7 +201,7 @@ def _proper_noun_runs(doc: Any, covered: set[int]) -> list[Anchor]:
             if words:
                 start, end = run[0].idx, run[-1].idx + len(run[-1].text)
                 anchors.append(
-                    Anchor(kind="entity", label="PROPN", text=doc.text[start:end], start=start,
+                    Anchor(kind="entity", label="PROPN", text=text[start:end], start=start,
                            end=end, words=words)
                 )  # fmt: skip
             run = []

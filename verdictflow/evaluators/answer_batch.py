@@ -11,7 +11,9 @@ from collections.abc import Sequence
 
 from verdictflow.evaluators.answer_analysis import AnswerAnalyzer, ParsedAnswer
 from verdictflow.evaluators.answer_verdicts import ScoringContext
-from verdictflow.evaluators.kinds import Need, Tier, answer_kinds
+from verdictflow.evaluators.kinds import KindSpec, Need, Tier, answer_kinds
+from verdictflow.evaluators.nlp_budget import OverBudget, deferred_verdict, over_budget
+from verdictflow.evaluators.normalised_events import TextMaps, normalised_event, original_offsets
 from verdictflow.models.events import AnswerEvent
 from verdictflow.models.verdicts import Verdict
 
@@ -21,17 +23,46 @@ def score_answers(
     ctx: ScoringContext,
     analyzer: AnswerAnalyzer,
     tier: Tier | None = None,
+    kinds: Sequence[KindSpec] | None = None,
 ) -> list[list[Verdict]]:
-    """The per-answer verdicts of each event (of ``tier``'s kinds, or all), one list per
-    event, in input order. spaCy runs only when a kind that needs it is asked for."""
-    kinds = answer_kinds(tier)
-    parsed: Sequence[ParsedAnswer | None]
-    if any(Need.SPACY in k.needs for k in kinds):
-        parsed = analyzer.analyze(events)
-    else:
-        parsed = [None] * len(events)
-    scorers = [k.score for k in kinds if k.score is not None]
+    """The per-answer verdicts of each event (of ``tier``'s kinds, or all, or ``kinds``), one
+    list per event, in input order.
+
+    Every scorer reads the event with its text normalised
+    (:mod:`~verdictflow.evaluators.normalised_events`), and evidence spans are given back in
+    the original text. spaCy runs only when a kind that needs it is asked for, and only on
+    the answers within the policy's budget (:mod:`~verdictflow.evaluators.nlp_budget`): the
+    others' spaCy kinds DEFER ``too_long_for_nlp``."""
+    chosen = [k for k in (answer_kinds(tier) if kinds is None else kinds) if k.score is not None]
+    normalised = [normalised_event(e) for e in events]
+    clean = [event for event, _ in normalised]
+    parsing = any(Need.SPACY in k.needs for k in chosen)
+    over = [over_budget(e, ctx.policy.budget) if parsing else None for e in clean]
+    parsed: list[ParsedAnswer | None] = [None] * len(clean)
+    if parsing:
+        within = [i for i, why in enumerate(over) if why is None]
+        for i, answer in zip(within, analyzer.analyze([clean[i] for i in within]), strict=True):
+            parsed[i] = answer
     return [
-        [score(event, answer, ctx) for score in scorers]
-        for event, answer in zip(events, parsed, strict=True)
+        [_in_original(_score(kind, event, answer, why, ctx), maps) for kind in chosen]
+        for (event, maps), answer, why in zip(normalised, parsed, over, strict=True)
     ]
+
+
+def _score(
+    kind: KindSpec,
+    event: AnswerEvent,
+    answer: ParsedAnswer | None,
+    why: OverBudget | None,
+    ctx: ScoringContext,
+) -> Verdict:
+    assert kind.score is not None
+    if why is not None and Need.SPACY in kind.needs:
+        return deferred_verdict(kind.kind, kind.threshold(ctx.policy), event, why, ctx)
+    return kind.score(event, answer, ctx)
+
+
+def _in_original(verdict: Verdict, maps: TextMaps) -> Verdict:
+    if not maps.changed:
+        return verdict
+    return verdict.model_copy(update={"evidence": original_offsets(verdict.evidence, maps)})

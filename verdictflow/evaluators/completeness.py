@@ -19,12 +19,15 @@ texts of ``../shared/data`` (25 MB; ``tests/evaluators/test_completeness.py`` ke
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-TOKENIZER_VERSION = "nltk-treebank-word:nfkc+lower:alnum(-):stop=sklearn-english"
+from verdictflow.evaluators import text_normalise
+
+TOKENIZER_VERSION = (
+    f"nltk-treebank-word:{text_normalise.VERSION}+lower:alnum(-):stop=sklearn-english"
+)
 
 
 def _stdlib_pattern(pattern: Any) -> re.Pattern[str]:
@@ -64,7 +67,7 @@ def _stop_words() -> frozenset[str]:
 
 def keywords(text: str) -> list[str]:
     """Distinct keywords of ``text`` in first-seen order."""
-    normalised = unicodedata.normalize("NFKC", text).lower()
+    normalised = text_normalise.clean(text).lower()
     stop = _stop_words()
     seen: dict[str, None] = {}
     for token in _tokenizer().tokenize(normalised):

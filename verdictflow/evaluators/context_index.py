@@ -188,6 +188,7 @@ def _number_word_spans(doc: Any) -> list[tuple[Quantity, int, int]]:
     "a"/"an" before a scale word) with at least one alphabetic number word; and every number
     of a run that ends in a percent sign ("3-5%"), as a percentage."""
     found = []
+    text = doc.text  # built from every token on each access: once, not per number
     run: list[Any] = []
     for t in [*doc, None]:
         if t is not None and (
@@ -205,7 +206,7 @@ def _number_word_spans(doc: Any) -> list[tuple[Quantity, int, int]]:
             continue
         if run and any(r.is_alpha and (r.like_num or r.lower_ == "half") for r in run):
             start, end = run[0].idx, run[-1].idx + len(run[-1].text)
-            quantity = parse_quantity(doc.text[start:end])
+            quantity = parse_quantity(text[start:end])
             if quantity is not None:
                 found.append((quantity, start, end))
         if any(r.text == "%" or r.lower_ == "percent" for r in run):  # "3-5%": 3 % and 5 %
@@ -229,6 +230,7 @@ def _date_spans(doc: Any) -> list[tuple[DatePoint, int, int]]:
     """Runs of tokens around a month name, a year or an ISO / slash date, with day numbers
     and ``,``/``of``/``the`` between them, read by ``parse_date``."""
     found = []
+    text = doc.text  # built from every token on each access: once, not per date
     n = len(doc)
     i = 0
     while i < n:
@@ -255,7 +257,7 @@ def _date_spans(doc: Any) -> list[tuple[DatePoint, int, int]]:
             end += 1
         first, last = doc[start], doc[end - 1]
         s, e = first.idx, last.idx + len(last.text)
-        point = parse_date(doc.text[s:e])
+        point = parse_date(text[s:e])
         if not point.empty:
             found.append((point, s, e))
         i = end

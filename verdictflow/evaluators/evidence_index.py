@@ -12,6 +12,7 @@ import itertools
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from verdictflow.evaluators.anchors import DATE_LABELS, NUMBER_LABELS, TIME_LABELS
@@ -52,6 +53,11 @@ class EvidenceIndex:
     content_bigrams: frozenset[tuple[str, str]]
     _joined: str = field(init=False, repr=False)
     _offsets: tuple[int, ...] = field(init=False, repr=False)
+    #: First position in ``quantities`` of each (percent, value rounded to n significant
+    #: digits), per n, built on first use (``n = 0``: the value as stated).
+    _by_value: dict[int, dict[tuple[bool, Decimal], int]] = field(
+        init=False, repr=False, compare=False, default_factory=dict
+    )
 
     def __post_init__(self) -> None:
         offsets, position = [], 1
@@ -60,6 +66,35 @@ class EvidenceIndex:
             position += len(word) + 1
         object.__setattr__(self, "_joined", " " + " ".join(self.words) + " ")
         object.__setattr__(self, "_offsets", tuple(offsets))
+
+    def find_quantity(self, wanted: Quantity) -> Span | None:
+        """Span of the first quantity that ``wanted`` matches (:meth:`Quantity.matches`).
+
+        A lookup by value rounded to ``wanted``'s precision instead of a scan, so that checking
+        every number of a long answer costs the number of distinct precisions times the
+        context's quantities, not their product; the first match in order, as the scan found.
+        """
+        exact = self._positions(0).get((wanted.percent, wanted.value))
+        rounded = (
+            self._positions(wanted.significant).get((wanted.percent, wanted.value))
+            if wanted.value != 0
+            else None
+        )
+        found = [p for p in (exact, rounded) if p is not None]
+        if not found:
+            return None
+        _, start, end = self.quantities[min(found)]
+        return start, end
+
+    def _positions(self, significant: int) -> dict[tuple[bool, Decimal], int]:
+        positions = self._by_value.get(significant)
+        if positions is None:
+            positions = {}
+            for i, (quantity, _, _) in enumerate(self.quantities):
+                value = quantity.value if significant == 0 else quantity.rounded(significant)
+                positions.setdefault((quantity.percent, value), i)
+            self._by_value[significant] = positions
+        return positions
 
     def find_phrase(self, words: tuple[str, ...]) -> Span | None:
         """Character span of the first occurrence of ``words`` as consecutive words."""

@@ -68,6 +68,7 @@ from typing import Any, Protocol
 from verdictflow.evaluators.anchors import ENTITY_LABELS
 from verdictflow.evaluators.evidence_index import EvidenceIndex, Span, context_excerpt
 from verdictflow.evaluators.hallucination import AnchorCheck, HallucinationResult
+from verdictflow.evaluators.sentence_alignment import SentenceCoverage, SentenceIndex
 
 #: Anchor kinds that state a fact: one unsupported, with something new in it, is made up.
 FACT_KINDS = frozenset({"entity", "number", "date", "time"})
@@ -83,7 +84,7 @@ NEGATING_PREFIXES: tuple[tuple[str, int], ...] = (
 #: matters most, and a count cannot keep growing with the answer's length (on HaluEval the
 #: hallucinated answers are the long ones; length is not what the model should learn).
 COUNT_CAP = 3
-#: A word whose deficit (see ``_deficits``) is at least this is counted as misplaced.
+#: A word whose deficit (``SentenceCoverage.deficits``) is at least this is counted as misplaced.
 MISPLACED_DEFICIT = 0.5
 
 
@@ -282,57 +283,17 @@ def _log_count(count: int) -> float:
     return math.log1p(min(count, COUNT_CAP))
 
 
-#: Context sentences on each side that a window adds: a summary sentence often joins a
-#: sentence and the next, and a pronoun's name is in the sentence before.
-WINDOW = 1
-
-
-def _windows(candidates: Sequence[_Sentence]) -> list[frozenset[str]]:
-    windows = []
-    for i, sentence in enumerate(candidates):
-        terms = set(sentence.terms)
-        for j in range(max(0, i - WINDOW), min(len(candidates), i + WINDOW + 1)):
-            if candidates[j].context == sentence.context:
-                terms |= candidates[j].terms
-        windows.append(frozenset(terms))
-    return windows
-
-
-def _deficits(tokens: Sequence[AnswerToken], windows: Sequence[frozenset[str]]) -> list[float]:
-    """For each word of an answer sentence that the contexts contain: how much less of the rest
-    of its sentence occurs around it than around the best-supporting passage. A word taken from
-    another passage ("Moscow" from the paragraph about the embassy's staff, the other speaker's
-    name in a chat) has a high deficit; a word in the passage that supports the sentence, 0.
-    Sets of words: the order of the answer's words does not matter."""
-    n = len(tokens)
-    if n < 2 or not windows:
-        return [0.0] * n
-    covered = [frozenset(i for i, t in enumerate(tokens) if _found(t, w)) for w in windows]
-    best_without = [max(len(c - {i}) for c in covered) for i in range(n)]
-    deficits = []
-    for i in range(n):
-        around = [len(c) - 1 for c in covered if i in c]
-        if not around:  # found nowhere: a novel word, counted by the novelty signals
-            deficits.append(0.0)
-            continue
-        deficits.append(max(0, best_without[i] - max(around)) / (n - 1))
-    return deficits
-
-
 def _alignment(
-    sentence: AnswerSentence, candidates: Sequence[_Sentence]
+    sentence: AnswerSentence, candidates: Sequence[_Sentence], coverage: SentenceCoverage
 ) -> tuple[float, list[_Sentence]]:
     """Coverage of the answer sentence's content words by its best context sentence, and its
     best pair of sentences (the best one plus the one adding most): a summary sentence often
     joins two. Ties go to the earlier sentence, so the choice is deterministic."""
-    tokens = sentence.tokens
-    if not tokens or not candidates:
+    if not sentence.tokens or not candidates:
         return 0.0, []
-    covered = [frozenset(i for i, t in enumerate(tokens) if _found(t, c.terms)) for c in candidates]
-    best = max(range(len(candidates)), key=lambda i: (len(covered[i]), -i))
-    second = max(range(len(candidates)), key=lambda i: (len(covered[best] | covered[i]), -i))
+    best, second, held = coverage.best_pair()
     chosen = [candidates[best]] + ([candidates[second]] if second != best else [])
-    return len(covered[best]) / len(tokens), chosen
+    return held / len(sentence.tokens), chosen
 
 
 def _flipped_prefix(token: AnswerToken, terms: frozenset[str]) -> str | None:
@@ -524,13 +485,16 @@ def _alignment_signals(
     coverages: list[float] = []
     paraphrase_coverages: list[float] = []
     flipped = misplaced = swapped = new_words = paraphrased = 0
-    windows = _windows(candidates)
+    index = SentenceIndex(
+        [c.terms for c in candidates],
+        [c.context for c in candidates],
+        (w for s in sentences for t in s.tokens for w in (t.lower, t.lemma)),
+    )
     for sentence in sentences:
         if not sentence.tokens:
             continue
-        for token, deficit in zip(
-            sentence.tokens, _deficits(sentence.tokens, windows), strict=True
-        ):
+        coverage = index.coverage([(t.lower, t.lemma) for t in sentence.tokens])
+        for token, deficit in zip(sentence.tokens, coverage.deficits(), strict=True):
             if deficit >= MISPLACED_DEFICIT and token.named:
                 misplaced += 1
                 findings.append(
@@ -538,7 +502,7 @@ def _alignment_signals(
                             token.start, token.end, f"deficit {deficit:.2f}: in the contexts, "
                             "away from the rest of its sentence")
                 )  # fmt: skip
-        best, chosen = _alignment(sentence, candidates)
+        best, chosen = _alignment(sentence, candidates, coverage)
         coverages.append(best)
         if not chosen:
             paraphrase_coverages.append(best)

@@ -63,10 +63,7 @@ class HallucinationResult:
 def _find_number(anchor: Anchor, index: EvidenceIndex) -> Span | None:
     if anchor.quantity is None:
         return index.find_phrase(anchor.words)
-    for quantity, start, end in index.quantities:
-        if anchor.quantity.matches(quantity):
-            return start, end
-    return None
+    return index.find_quantity(anchor.quantity)
 
 
 def _find_date(anchor: Anchor, index: EvidenceIndex) -> Span | None:

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from verdictflow.evaluators.tokenize import Tokenizer
 from verdictflow.exceptions import PolicyError
 from verdictflow.models.codec import summarize_validation_error
+from verdictflow.models.events import MAX_ITEMS, MAX_TEXT_CHARS
 from verdictflow.models.verdicts import Decision, Reason, ReasonCode
 
 Unit = Annotated[float, Field(ge=0.0, le=1.0)]
@@ -90,6 +91,21 @@ class FaithfulnessPolicy(_Strict):
     #: a verdict is emitted, not what any verdict says, so it is left out of the digest
     #: (:data:`EMISSION_SWITCHES`): switching it changes no verdict id.
     summaries: bool = True
+
+
+class BudgetPolicy(_Strict):
+    """What one record may cost the NLP tier (docs/architecture.md, "Per-record budget").
+
+    A record past a limit is not parsed: its NLP kinds (hallucination, faithfulness) DEFER with
+    ``too_long_for_nlp`` and the limits in the reason, so one tenant's huge record cannot hold
+    up the records behind it in its partition, and nothing is scored from a silently cut
+    prefix (a made-up fact past the cut would PASS). The lexical kinds, linear in the text,
+    still score it. The defaults keep a record at the limits to about a second or two of one
+    core (docs/benchmarks.md, "Per-record budget"). Characters are counted after text
+    normalisation; contexts in total, blank ones left out."""
+
+    answer_chars: Annotated[int, Field(ge=1, le=MAX_TEXT_CHARS)] = 20_000
+    context_chars: Annotated[int, Field(ge=1, le=MAX_TEXT_CHARS * MAX_ITEMS)] = 200_000
 
 
 class EvidencePolicy(_Strict):
@@ -186,6 +202,7 @@ class Policy(_Strict):
     faithfulness: FaithfulnessPolicy = FaithfulnessPolicy()
     judge: JudgePolicy = JudgePolicy()
     evidence: EvidencePolicy = EvidencePolicy()
+    budget: BudgetPolicy = BudgetPolicy()
     doc_quality: DocQualityPolicy = DocQualityPolicy()
     calibration: dict[str, CalibrationRecord] = {}
 

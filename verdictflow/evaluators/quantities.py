@@ -64,7 +64,11 @@ class Quantity:
             return False
         if self.value == other.value:
             return True
-        return self.value != 0 and _round_significant(other.value, self.significant) == self.value
+        return self.value != 0 and other.rounded(self.significant) == self.value
+
+    def rounded(self, digits: int) -> Decimal:
+        """This value rounded half up to ``digits`` significant digits."""
+        return _round_significant(self.value, digits)
 
 
 def _round_significant(value: Decimal, digits: int) -> Decimal:

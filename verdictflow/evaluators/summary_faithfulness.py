@@ -11,7 +11,10 @@ summary id. Two things tell it from an answer's verdict on the shared topic:
   keep one;
 - ``evidence.scope`` = ``summary``.
 
-Cost: :func:`score_summaries` makes one ``analyze`` call per batch, so each distinct article is
+Scored through :func:`~verdictflow.evaluators.answer_batch.score_answers`, as answers are: the
+same text normalisation, and the same per-record budget (a summary past
+``budget.answer_chars`` or an article past ``budget.context_chars`` DEFERs
+``too_long_for_nlp``). Cost: it makes one ``analyze`` call per batch, so each distinct article is
 indexed once, by the analyzer's context index (lexical by default: no neural pipeline) and
 cache; only the summaries go through ``nlp.pipe``. The judges parse article and summary in
 their own path (:mod:`~verdictflow.evaluators.judge.verdicts`); nothing is shared with it.
@@ -22,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from verdictflow.evaluators.answer_analysis import AnswerAnalyzer
+from verdictflow.evaluators.answer_batch import score_answers
 from verdictflow.evaluators.answer_verdicts import ScoringContext, verdict_id
 from verdictflow.evaluators.kinds import Scope, spec_for
 from verdictflow.models.events import AnswerEvent, SummaryEvent
@@ -51,13 +55,12 @@ def score_summaries(
 ) -> list[Verdict]:
     """The faithfulness verdict of each summary, in order (DEFER for an empty summary or
     article, or a summary with nothing to check, as for answers)."""
-    score = spec_for(VerdictKind.FAITHFULNESS.value).score
-    if score is None:  # the registry gives faithfulness a scorer (tests/evaluators/test_kinds)
-        raise ValueError("faithfulness has no scorer in the registry")
     answers = [as_answer(e) for e in events]
+    faithfulness = [spec_for(VerdictKind.FAITHFULNESS.value)]
     verdicts = []
-    for answer, parsed in zip(answers, analyzer.analyze(answers), strict=True):
-        verdict = score(answer, parsed, ctx)
+    for answer, (verdict,) in zip(
+        answers, score_answers(answers, ctx, analyzer, kinds=faithfulness), strict=True
+    ):
         verdicts.append(
             verdict.model_copy(
                 update={

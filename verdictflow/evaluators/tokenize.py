@@ -5,19 +5,22 @@ scikit-learn's ``ENGLISH_STOP_WORDS`` (a maintained list, loaded lazily so the d
 does not import scikit-learn). The version string names every choice that changes a token set,
 and goes into every verdict; change it whenever the behaviour changes.
 
-NFKC is an addition to the spec's "lowercase, \\w+": it folds compatibility forms (ligatures,
-full-width letters) that would otherwise make "ﬁle" and "file" different tokens. For ASCII text
-it changes nothing, so the spec's worked examples hold exactly.
+Text normalisation (:mod:`~verdictflow.evaluators.text_normalise`: NFKC, invisible format and
+control characters and terminal escapes removed) is an addition to the spec's "lowercase,
+\\w+": it folds compatibility forms (ligatures, full-width letters) that would otherwise make
+"ﬁle" and "file" different tokens, and keeps a zero-width space from splitting "cat" in two.
+For printable ASCII it changes nothing, so the spec's worked examples hold exactly.
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
 from functools import lru_cache
 
+from verdictflow.evaluators import text_normalise
+
 _WORD = re.compile(r"\w+")
-_BASE_VERSION = "vf-tok/1:nfkc+lower+re:\\w+:set"
+_BASE_VERSION = f"vf-tok/2:{text_normalise.VERSION}+lower+re:\\w+:set"
 
 
 @lru_cache(maxsize=1)
@@ -38,8 +41,7 @@ class Tokenizer:
 
     def tokens(self, text: str) -> frozenset[str]:
         """Distinct tokens of ``text`` (an empty set for empty or punctuation-only text)."""
-        if not text.isascii():
-            text = unicodedata.normalize("NFKC", text)
+        text = text_normalise.clean(text)
         found = _WORD.findall(text.lower())
         if self._stop:
             return frozenset(t for t in found if t not in self._stop)

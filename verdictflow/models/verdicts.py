@@ -56,6 +56,7 @@ class ReasonCode(StrEnum):
     JUDGE_METRIC_ERROR = "judge_metric_error"
     UNSUPPORTED_DETAIL = "unsupported_detail"  # faithfulness: a made-up or misplaced fact
     WEAK_SUPPORT = "weak_support"  # faithfulness: the contexts back little of the answer
+    TOO_LONG_FOR_NLP = "too_long_for_nlp"  # past the policy's per-record budget
 
 
 class Reason(BaseModel):

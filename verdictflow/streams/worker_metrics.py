@@ -221,9 +221,9 @@ class _InputCollector(Collector):  # type: ignore[misc]
 
 class ContextCacheCollector(Collector):  # type: ignore[misc]
     """The NLP tier's context-index cache (``evaluators/answer_analysis.ContextCache``), read at
-    scrape time: ``vf_context_cache_{hits,misses}_total``, ``vf_context_cache_bytes`` (context
-    text indexed) and ``vf_context_cache_entries``. hits / (hits + misses) is the share of
-    contexts that did not need indexing."""
+    scrape time: ``vf_context_cache_{hits,misses}_total``, ``vf_context_cache_bytes``
+    (estimated memory of the cached indexes) and ``vf_context_cache_entries``.
+    hits / (hits + misses) is the share of contexts that did not need indexing."""
 
     def __init__(self, cache: Any) -> None:
         self._cache = cache
@@ -237,7 +237,7 @@ class ContextCacheCollector(Collector):  # type: ignore[misc]
             "vf_context_cache_misses", "Contexts indexed (not in the cache)", value=cache.misses
         )
         yield GaugeMetricFamily(
-            "vf_context_cache_bytes", "Bytes of context text whose index is cached",
+            "vf_context_cache_bytes", "Estimated bytes of memory the cached context indexes take",
             value=cache.bytes,
         )  # fmt: skip
         yield GaugeMetricFamily(
