@@ -201,7 +201,7 @@ def test_k8s_runs_each_worker_tier_as_its_own_deployment():
         port = assert_cli_command_exists(containers[name]["args"])["metrics_port"]
         assert pod["metadata"]["annotations"]["prometheus.io/port"] == str(port)
         assert {p["containerPort"] for p in containers[name]["ports"]} == {port}
-        assert containers[name]["livenessProbe"]["httpGet"]["path"] == "/metrics"
+        assert containers[name]["livenessProbe"]["httpGet"]["path"] == "/healthz"
         assert containers[name]["resources"]["requests"]["cpu"]
 
     # the NLP tier (spaCy) gets at least the CPU of the lexical one

@@ -82,3 +82,25 @@ def test_dev_runs_the_whole_pipeline_and_checks_it(tmp_path):
     expected = "sentence-transformers, all-MiniLM" if neural_installed() else "hashing"
     assert f"embedder {expected}" in " ".join(result.stdout.split())
     assert re.search(r"console http://127\.0\.0\.1:\d+/ ", " ".join(result.stdout.split()))
+
+
+def test_replay_refuses_a_line_over_the_limit_and_sends_the_rest(settings_factory, tmp_path):
+    settings = settings_factory()
+    env = settings_env(settings)
+    events = [orjson.dumps({"id": f"a{i}", "answer": "x"}) for i in range(4)]
+    huge = orjson.dumps({"id": "huge", "answer": "x" * 1_500_000})
+    path = tmp_path / "mixed.jsonl"
+    path.write_bytes(b"\n".join([*events[:2], huge, *events[2:]]) + b"\n")
+    result = run_verdictflow("replay", str(path), "--topic", "answers", env=env)
+    assert result.returncode == 1, result.stderr
+    assert "refused line 3 (1,500," in result.stderr
+    assert "sent 4 records" in result.stderr
+    sent = run_verdictflow(
+        "tail", "answers", "--from-beginning", "--count", "4", "--timeout", "30", env=env
+    )
+    assert sorted(orjson.loads(x)["id"] for x in sent.stdout.splitlines()) == [
+        "a0",
+        "a1",
+        "a2",
+        "a3",
+    ]

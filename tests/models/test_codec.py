@@ -79,3 +79,18 @@ def test_dead_letter_of_an_oversized_record_is_bounded_and_names_the_whole_value
     assert letter.raw_sha256 == hashlib.sha256(raw).hexdigest()
     assert len(letter.raw) == RAW_PREVIEW_CHARS
     assert len(encode(letter)) < 3 * RAW_PREVIEW_CHARS + 1024  # fits any broker's record limit
+
+
+@pytest.mark.parametrize(
+    "ts", [1e308, -1.0, 1.7e12, "9999-12-31T23:59:59-14:00", "0001-01-01T00:00:00+14:00"]
+)
+def test_an_event_time_outside_1970_2200_is_refused_with_the_reason(ts: object) -> None:
+    with pytest.raises(InvalidEvent) as info:
+        decode(orjson.dumps({"id": "a", "answer": "x", "ts": ts}), AnswerEvent)
+    assert info.value.code == "schema"
+    assert "ts" in info.value.detail
+
+
+def test_an_iso_time_without_an_offset_is_utc() -> None:
+    event = decode(b'{"id": "a", "answer": "x", "ts": "2024-05-01T12:00:00"}', AnswerEvent)
+    assert event.ts == 1714564800.0

@@ -169,3 +169,20 @@ def test_security_settings_come_from_the_environment(monkeypatch):
         "sasl_plain_username": "u",
         "sasl_plain_password": "p",
     }
+
+
+def test_metrics_behind_a_token_need_the_bearer() -> None:
+    import httpx
+
+    monitor = VerdictMonitor("vf.")
+    server = monitor.serve(0, "127.0.0.1", "m3trics")
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/metrics"
+        refused = httpx.get(url)
+        assert refused.status_code == 401
+        assert refused.headers["www-authenticate"].startswith("Bearer")
+        allowed = httpx.get(url, headers={"Authorization": "Bearer m3trics"})
+        assert allowed.status_code == 200
+        assert "vf_monitor_verdicts_total" in allowed.text
+    finally:
+        server.shutdown()

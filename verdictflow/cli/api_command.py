@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from verdictflow.cli.options import (
     BrokerOpt,
+    InsecureOpt,
     PrefixOpt,
     build_settings,
     exit_on_sigterm,
@@ -42,10 +43,13 @@ def api(
     fusion: Annotated[
         str | None, typer.Option(help="Hybrid mode's fusion: rrf or combsum (default rrf)")
     ] = None,
+    insecure: InsecureOpt = False,
     log_level: Annotated[str, typer.Option(help="debug, info, warning")] = "info",
 ) -> None:
     """Serve POST /search, GET /healthz and /metrics: topics (--broker) or artifacts (--npz)."""
     from verdictflow.embedders import make_embedder
+    from verdictflow.listeners import check_bind
+    from verdictflow.rerank_api.security import configured_token
     from verdictflow.rerank_api.server import serve
     from verdictflow.rerank_api.settings import ApiSettings
 
@@ -66,6 +70,13 @@ def api(
         error = exc.errors()[0]
         where = ".".join(str(p) for p in error["loc"])
         raise typer.BadParameter(f"{where}: {error['msg']}") from None
+    check_bind(
+        "api",
+        api_settings.host,
+        token=configured_token(api_settings),
+        insecure=insecure,
+        token_env="VERDICTFLOW_API_TOKEN",
+    )
     # Before uvicorn starts, so that a missing model is one line and exit 2 (EmbedderUnavailable
     # is a VerdictflowError); loaded once per process, the app's start-up reuses it.
     make_embedder(

@@ -35,7 +35,8 @@ def ledger(
     result = asyncio.run(run_ledger(settings, out, topic or VERDICT_TOPICS, timeout=timeout))
     err.print(
         f"ledger {out}: {result.written} verdicts written, {result.duplicates} already there, "
-        f"{result.skipped} records skipped"
+        f"{result.skipped} records skipped, {result.bad_times} filed undated for an unusable "
+        "event_ts"
     )
 
 

@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-import os
 from typing import Annotated
 
 import typer
 
 from verdictflow.cli.options import (
     BrokerOpt,
+    InsecureOpt,
     PrefixOpt,
     build_settings,
     err,
     exit_on_sigterm,
     setup_logging,
 )
-
-#: The retriever's bearer token (docs/operations.md), sent by the console's search proxy.
-API_TOKEN_ENV = "VERDICTFLOW_API_TOKEN"
 
 
 def console(
@@ -39,6 +36,7 @@ def console(
             "to this OTLP/HTTP endpoint (e.g. http://127.0.0.1:4318)"
         ),
     ] = None,
+    insecure: InsecureOpt = False,
     log_level: Annotated[str, typer.Option(help="debug, info, warning")] = "info",
 ) -> None:
     """Serve the live operator page: verdict rates and scores per kind, failing answers with
@@ -48,10 +46,18 @@ def console(
     import uvicorn
 
     from verdictflow.console.app import ConsoleOptions, create_console_app
+    from verdictflow.listeners import check_bind
 
     setup_logging(log_level, libraries="warning")
     exit_on_sigterm()
     settings = build_settings(broker=broker, prefix=prefix)
+    check_bind(
+        "console",
+        host,
+        token=settings.console_secret,
+        insecure=insecure,
+        token_env="VERDICTFLOW_CONSOLE_TOKEN (or VERDICTFLOW_API_TOKEN)",
+    )
     exporter = None
     if otlp_endpoint:
         from verdictflow.monitoring.otlp import VerdictOtlpExporter
@@ -60,7 +66,8 @@ def console(
     options = ConsoleOptions(
         from_beginning=from_beginning,
         api_url=api_url,
-        api_token=os.environ.get(API_TOKEN_ENV) or None,
+        api_token=settings.api_token.get_secret_value() or None if settings.api_token else None,
+        token=settings.console_secret,
         on_verdict=exporter.export if exporter is not None else None,
     )
     app = create_console_app(settings, options)
@@ -71,7 +78,8 @@ def console(
     except OSError as exc:
         raise typer.BadParameter(f"cannot listen on {host}:{port}: {exc}") from None
     bound = sock.getsockname()[1]
-    err.print(f"console [bold]http://{host}:{bound}/[/] following {settings.broker}")
+    login = " (log in with the console token)" if settings.console_secret else ""
+    err.print(f"console [bold]http://{host}:{bound}/[/]{login} following {settings.broker}")
     config = uvicorn.Config(
         app, log_level=log_level, access_log=False, lifespan="on", timeout_graceful_shutdown=3
     )

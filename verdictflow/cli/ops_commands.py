@@ -13,12 +13,14 @@ import typer
 
 from verdictflow.cli.options import (
     BrokerOpt,
+    InsecureOpt,
     PrefixOpt,
     build_settings,
     err,
     exit_on_sigterm,
     setup_logging,
 )
+from verdictflow.listeners import check_bind
 from verdictflow.monitoring.verdict_monitor import VerdictMonitor, run_monitor
 from verdictflow.streams.topic_plan import create_topics, topic_plan
 
@@ -27,7 +29,14 @@ def monitor(
     broker: BrokerOpt = None,
     prefix: PrefixOpt = None,
     port: Annotated[int, typer.Option(help="Serve Prometheus /metrics on this port")] = 9109,
-    host: Annotated[str, typer.Option(help="Bind address of /metrics")] = "0.0.0.0",
+    host: Annotated[
+        str,
+        typer.Option(
+            help="Bind address of /metrics (beyond loopback it needs $VERDICTFLOW_METRICS_TOKEN "
+            "or --insecure)"
+        ),
+    ] = "127.0.0.1",
+    insecure: InsecureOpt = False,
     from_beginning: Annotated[
         bool, typer.Option("--from-beginning", help="Count the topics' history too")
     ] = False,
@@ -40,8 +49,15 @@ def monitor(
     setup_logging("info")
     exit_on_sigterm()
     settings = build_settings(broker=broker, prefix=prefix)
+    token = settings.metrics_secret
+    check_bind(
+        "monitor", host, token=token, insecure=insecure, token_env="VERDICTFLOW_METRICS_TOKEN"
+    )
     metrics = VerdictMonitor(settings.topic_prefix, max_label_values=max_label_values)
-    metrics.serve(port, host)
+    try:
+        metrics.serve(port, host, token)
+    except OSError as exc:
+        raise typer.BadParameter(f"cannot listen on {host}:{port}: {exc}") from None
     err.print(f"monitor: http://{host}:{port}/metrics (verdict topics on {settings.broker})")
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(run_monitor(settings, metrics, from_beginning=from_beginning))

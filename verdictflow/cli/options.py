@@ -28,6 +28,13 @@ BrokerOpt = Annotated[
     ),
 ]
 PrefixOpt = Annotated[str | None, typer.Option("--prefix", help="Topic prefix (default vf.)")]
+InsecureOpt = Annotated[
+    bool,
+    typer.Option(
+        "--insecure",
+        help="Allow listening beyond loopback without a token (default: refused, exit 2)",
+    ),
+]
 PolicyOpt = Annotated[Path | None, typer.Option("--policy", help="Policy YAML (thresholds).")]
 IdfStatsOpt = Annotated[
     str,

@@ -14,6 +14,7 @@ from rich.progress import Progress
 
 from verdictflow.cli.options import (
     BrokerOpt,
+    InsecureOpt,
     PolicyOpt,
     PrefixOpt,
     build_settings,
@@ -51,6 +52,14 @@ def worker(
     metrics_port: Annotated[
         int | None, typer.Option(help="Serve Prometheus /metrics on this port (0: off)")
     ] = None,
+    metrics_host: Annotated[
+        str | None,
+        typer.Option(
+            help="Bind address of /metrics (default 127.0.0.1; beyond loopback it needs "
+            "$VERDICTFLOW_METRICS_TOKEN or --insecure)"
+        ),
+    ] = None,
+    insecure: InsecureOpt = False,
     tier: Annotated[
         str | None,
         typer.Option(
@@ -72,22 +81,31 @@ def worker(
     completeness, the consistency agent, the summaries agent (judge verdicts, and faithfulness
     of each summary to its article) and the document-quality agents. NLP tier (group
     APP_ID-nlp): hallucination, faithfulness."""
+    from verdictflow.listeners import check_bind
     from verdictflow.streams.worker import run_worker
 
     setup_logging(log_level)
-    run_worker(
-        build_settings(
-            broker=broker,
-            prefix=prefix,
-            policy=policy,
-            app_id=app_id,
-            log_level=log_level,
-            idf_stats=idf_stats,
-            metrics_port=metrics_port,
-            tier=tier,
-            otlp_endpoint=otlp_endpoint,
-        )
+    settings = build_settings(
+        broker=broker,
+        prefix=prefix,
+        policy=policy,
+        app_id=app_id,
+        log_level=log_level,
+        idf_stats=idf_stats,
+        metrics_port=metrics_port,
+        metrics_host=metrics_host,
+        tier=tier,
+        otlp_endpoint=otlp_endpoint,
     )
+    if settings.metrics_port:
+        check_bind(
+            "worker /metrics",
+            settings.metrics_host,
+            token=settings.metrics_secret,
+            insecure=insecure,
+            token_env="VERDICTFLOW_METRICS_TOKEN",
+        )
+    run_worker(settings)
 
 
 def migrate_tables(
@@ -114,7 +132,9 @@ def replay(
     broker: BrokerOpt = None,
     prefix: PrefixOpt = None,
 ) -> None:
-    """Produce each line of a JSONL file to a topic, as is (malformed lines included)."""
+    """Produce each line of a JSONL file to a topic, as is (malformed lines included). A line
+    over 1 MiB, or one the broker refuses as too large, is reported and skipped, and the
+    lines after it are sent; the exit code is then 1."""
     from verdictflow.scoring_jobs.replay import read_lines
     from verdictflow.scoring_jobs.replay import replay as do_replay
 
@@ -122,12 +142,16 @@ def replay(
     lines = read_lines(file)
     with Progress(console=err, transient=True) as progress:
         task = progress.add_task(f"replaying {file.name}", total=len(lines))
-        sent = asyncio.run(
+        result = asyncio.run(
             do_replay(lines, topic, settings, lambda n: progress.update(task, completed=n))
         )
-    err.print(
-        f"sent {sent} records to {settings.topic_prefix}{topic.removeprefix(settings.topic_prefix)}"
-    )
+    target = settings.topic_prefix + topic.removeprefix(settings.topic_prefix)
+    err.print(f"sent {result.sent} records to {target}")
+    if result.refused:
+        for line_no, size, why in result.refused[:20]:
+            err.print(f"[red]refused[/] line {line_no} ({size:,} bytes): {why}", soft_wrap=True)
+        err.print(f"{len(result.refused)} of {len(lines)} lines refused")
+        raise typer.Exit(1)
 
 
 def tail(

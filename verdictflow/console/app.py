@@ -10,11 +10,17 @@ The lifespan starts a :class:`~verdictflow.console.follower.Follower` task that 
   tick (the first one carries the latest of each), filtered by model and tenant;
 - ``GET /api/stats``, ``GET /api/failures``: the same as plain JSON;
 - ``GET /api/verdicts/{verdict_id}``: the whole record of a recent FAIL or DEFER verdict;
-- ``POST /api/search``: forwards ``{q, top_k}`` to the retriever named by ``--api-url`` (the page
-  cannot call another origin), with its bearer token when one is configured;
+- ``POST /api/search``: forwards a ``/search`` body (the API's own request model: ``q``,
+  ``top_k``, ``lane``, ``mode``, weights, validated the same way) to the retriever named by
+  ``--api-url`` (the page cannot call another origin), with the API's bearer token when one is
+  configured;
+- ``GET /login``, ``POST /login``: the login form, when a token is configured;
 - ``GET /healthz``: whether the follower is connected, and what it has read.
 
-Errors have the API's shape: ``{"error": code, "detail": message}``.
+Everything but ``/healthz``, ``/login`` and the static assets is behind the console's token
+when one is set (:mod:`~verdictflow.console.auth`, which also adds the security headers);
+bodies are limited as the API's are (its guard, 64 KiB); errors have the API's shape
+(``{"error": code, "detail": message}``, :mod:`~verdictflow.rerank_api.http_errors`).
 """
 
 from __future__ import annotations
@@ -31,13 +37,17 @@ from typing import Annotated, Any
 import httpx
 import orjson
 from fastapi import Depends, FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, Field
 from sse_starlette.sse import EventSourceResponse
 
+from verdictflow.console.auth import ConsoleGuard, login_page
 from verdictflow.console.follower import Follower
 from verdictflow.console.state import ALL, ConsoleLimits, ConsoleState
+from verdictflow.rerank_api.http_errors import install_error_handlers
+from verdictflow.rerank_api.schemas import SearchRequest
+from verdictflow.rerank_api.security import ApiGuard
 from verdictflow.streams.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -51,16 +61,15 @@ class ConsoleOptions:
 
     from_beginning: bool = False
     api_url: str | None = None
+    #: Sent upstream by the search proxy (``VERDICTFLOW_API_TOKEN``).
     api_token: str | None = None
+    #: Asked of every console user (``VERDICTFLOW_CONSOLE_TOKEN``, else the API's); None: open.
+    token: str | None = None
+    max_body_bytes: int = 64 * 1024
     tick_seconds: float = 0.5
     limits: ConsoleLimits = field(default_factory=ConsoleLimits)
     #: Called with each new verdict: the OpenTelemetry export when ``--otlp-endpoint`` is given.
     on_verdict: Callable[[Any], None] | None = None
-
-
-class SearchBody(BaseModel):
-    q: str = Field(min_length=1, max_length=2000)
-    top_k: int = Field(default=10, ge=1, le=100)
 
 
 def _error(status: int, code: str, detail: str) -> JSONResponse:
@@ -71,11 +80,34 @@ def _json(data: Any) -> Response:
     return Response(orjson.dumps(data), media_type="application/json")
 
 
-Window = Annotated[int, Query(ge=1, le=3600, description="Sliding window, seconds")]
+WindowQuery = Annotated[
+    int, Query(ge=1, description="Sliding window, seconds (at most the console's max_window)")
+]
 Label = Annotated[
     str, Query(max_length=200, description="A model, tenant, decision or kind; * for all")
 ]
 Limit = Annotated[int, Query(ge=1, le=1000, description="Failures sent at most")]
+
+
+def _window(request: Request, window: WindowQuery = 300) -> int:
+    """The window asked for, refused (422) past the console's ``max_window`` rather than
+    silently cut to it."""
+    limit: int = request.app.state.max_window
+    if window > limit:
+        raise RequestValidationError(
+            [
+                {
+                    "type": "less_than_equal",
+                    "loc": ("query", "window"),
+                    "msg": "too large",
+                    "ctx": {"le": limit},
+                }
+            ]
+        )
+    return window
+
+
+Window = Annotated[int, Depends(_window)]
 
 
 @dataclass(frozen=True)
@@ -126,8 +158,25 @@ def create_console_app(
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
 
-    app = FastAPI(title="verdictflow console", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app = FastAPI(
+        title="verdictflow console",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
+    install_error_handlers(app)
+    # Starlette runs the middleware added last first: the console guard (token, headers), then
+    # the API's guard for the body limit (no token of its own).
+    app.add_middleware(ApiGuard, token=None, max_body_bytes=opts.max_body_bytes)
+    app.add_middleware(ConsoleGuard, token=opts.token)
+
+    app.state.max_window = console.limits.max_window
+
+    @app.get("/login", response_class=HTMLResponse, include_in_schema=False)
+    async def login(failed: bool = False) -> HTMLResponse:
+        return HTMLResponse(login_page(failed))
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     async def page() -> HTMLResponse:
@@ -135,7 +184,7 @@ def create_console_app(
         return HTMLResponse(html.replace("{{search_enabled}}", "true" if opts.api_url else "false"))
 
     @app.get("/api/stats")
-    async def stats(window: Window = 300, model: Label = ALL, tenant: Label = ALL) -> Response:
+    async def stats(window: Window, model: Label = ALL, tenant: Label = ALL) -> Response:
         return _json(console.stats(window, model, tenant, time.time()))
 
     @app.get("/api/failures")
@@ -152,9 +201,7 @@ def create_console_app(
         return Response(raw, media_type="application/json")
 
     @app.get("/api/stream")
-    async def stream(
-        request: Request, filters: FiltersDep, window: Window = 300
-    ) -> EventSourceResponse:
+    async def stream(request: Request, filters: FiltersDep, window: Window) -> EventSourceResponse:
         async def ticks() -> AsyncIterator[dict[str, str]]:
             seqs = {"failures": 0, "alerts": 0, "dead_letters": 0, "quality": 0}
             first = True
@@ -179,7 +226,7 @@ def create_console_app(
         return EventSourceResponse(ticks(), ping=15)
 
     @app.post("/api/search")
-    async def search(body: SearchBody, request: Request) -> Response:
+    async def search(body: SearchRequest, request: Request) -> Response:
         if not opts.api_url:
             return _error(503, "no_api", "start the console with --api-url to search")
         headers = {"Authorization": f"Bearer {opts.api_token}"} if opts.api_token else {}
@@ -187,7 +234,7 @@ def create_console_app(
         try:
             upstream = await client.post(
                 opts.api_url.rstrip("/") + "/search",
-                json={"q": body.q, "top_k": body.top_k},
+                json=body.model_dump(exclude_none=True),
                 headers=headers,
             )
         except httpx.HTTPError as exc:

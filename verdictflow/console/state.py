@@ -19,31 +19,40 @@ new.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import orjson
 
 from verdictflow.console.highlight import Mark, segments, verdict_marks
 from verdictflow.console.window import DECISIONS, Key, KindFigures, WindowCounts, score_bin
 from verdictflow.evaluators.kinds import BY_NAME, series_name
+from verdictflow.models.events import MAX_ID_CHARS
 from verdictflow.monitoring.verdict_monitor import LabelCap, RecentIds
 from verdictflow.streams.topics import ALERTS, ANSWERS, DEAD_LETTERS, DOC_QUALITY, SUMMARIES
 
 logger = logging.getLogger(__name__)
+V = TypeVar("V")
 
 #: Characters of an answer, query or dead-letter preview kept for the page.
 TEXT_CHARS = 4000
 PREVIEW_CHARS = 600
+#: A drift alert is a few hundred bytes; one larger than this is not an alert.
+MAX_ALERT_BYTES = 16 * 1024
 ALL = "*"
 
 
 @dataclass(frozen=True)
 class ConsoleLimits:
-    """How much the console remembers; every list and map is capped by one of these."""
+    """How much the console remembers; every list and map is capped by one of these, the ones
+    holding text by bytes too (``/api/stats`` reports them under ``limits`` and what is held
+    under ``memory``). A text is kept for display only, cut to :data:`TEXT_CHARS` on arrival,
+    never held whole; a verdict record over ``evidence_record_bytes`` is not kept for the
+    evidence view (its failure is still listed)."""
 
     max_window: int = 900
     failures: int = 1000
@@ -51,9 +60,14 @@ class ConsoleLimits:
     dead_letters: int = 200
     quality_rows: int = 50
     texts: int = 20_000
+    texts_bytes: int = 32 * 1024 * 1024
     evidence: int = 5_000
+    evidence_bytes: int = 32 * 1024 * 1024
+    evidence_record_bytes: int = 256 * 1024
     label_values: int = 50
     dedup_window: int = 200_000
+    #: Distinct documents counted for "documents with a quality row" (beyond: "at least").
+    quality_documents: int = 100_000
     hold_seconds: float = 2.0
 
 
@@ -104,8 +118,10 @@ class ConsoleState:
         self._models = LabelCap(lim.label_values)
         self._tenants = LabelCap(lim.label_values)
         self._recent = RecentIds(lim.dedup_window)
-        self._texts: OrderedDict[str, tuple[str, str, str]] = OrderedDict()
-        self._evidence: OrderedDict[str, bytes] = OrderedDict()
+        self._texts: BoundedStore[tuple[str, str, str]] = BoundedStore(
+            lim.texts, lim.texts_bytes, lambda t: _utf8_size(t[0]) + _utf8_size(t[1])
+        )
+        self._evidence: BoundedStore[bytes] = BoundedStore(lim.evidence, lim.evidence_bytes, len)
         #: Failures waiting for their text: (deadline, item, the evidence's marks).
         self._held: deque[tuple[float, dict[str, Any], list[Mark]]] = deque()
         self.failures = Feed(lim.failures)
@@ -113,10 +129,13 @@ class ConsoleState:
         self.dead_letters = Feed(lim.dead_letters)
         self.quality = Feed(lim.quality_rows)
         self.dead_letter_codes: Counter[str] = Counter()
+        self._codes = LabelCap(lim.label_values)
+        self._series = LabelCap(lim.label_values)
         self.records: Counter[str] = Counter()
         self.bad_records: Counter[str] = Counter()
         self.duplicates = 0
-        self.quality_docs: set[str] = set()
+        self.quality_docs: set[str] = set()  # at most limits.quality_documents ids
+        self.quality_docs_capped = False
         self.quality_last: float | None = None
         self.quality_seconds: deque[tuple[int, int]] = deque()
         self.lag: dict[str, int] = {}
@@ -142,6 +161,8 @@ class ConsoleState:
             elif short == DEAD_LETTERS:
                 self._dead_letter(data, now)
             elif short == ALERTS:
+                if len(value or b"") > MAX_ALERT_BYTES:
+                    raise ValueError(f"an alert over {MAX_ALERT_BYTES} bytes")
                 self.alerts.publish({"alert": data, "received": now})
             elif short == DOC_QUALITY:
                 self._quality(data, now)
@@ -156,18 +177,20 @@ class ConsoleState:
         if not isinstance(key, str) or not isinstance(text, str):
             raise ValueError(f"{source} event without an id or text")
         q = query[:TEXT_CHARS] if isinstance(query, str) else ""
-        _put_latest(self._texts, key, (text, q, source), self.limits.texts)
+        self._texts.put(key[:MAX_ID_CHARS], (text[:TEXT_CHARS], q, source))
 
     def _verdict(self, v: dict[str, Any], raw: bytes, now: float) -> None:
         vid, kind, decision = v["verdict_id"], v["kind"], v["decision"]
         if not isinstance(vid, str) or not isinstance(kind, str) or decision not in DECISIONS:
             raise ValueError("not a verdict")
+        if len(vid) > MAX_ID_CHARS:
+            raise ValueError("a verdict_id longer than any verdict's")
         if self._recent.seen_before(vid):
             self.duplicates += 1
             return
         if self.on_verdict is not None:
             self.on_verdict(v)
-        series = series_name(kind, v.get("judge"))
+        series = self._series(series_name(kind, v.get("judge")))
         raw_score = v.get("score")
         score = (
             float(raw_score)
@@ -179,7 +202,8 @@ class ConsoleState:
         self.counts.add(key, decision, score_bin(score, scale) if score is not None else None, now)
         if decision == "PASS":
             return
-        _put_latest(self._evidence, vid, raw, self.limits.evidence)
+        if len(raw) <= self.limits.evidence_record_bytes:
+            self._evidence.put(vid, raw)
         marks = verdict_marks(v)
         item = {
             "verdict_id": vid,
@@ -190,24 +214,30 @@ class ConsoleState:
             "direction": _direction(series),
             "threshold": v.get("threshold"),
             "decision": decision,
-            "reasons": v.get("reasons") if isinstance(v.get("reasons"), list) else [],
+            "reasons": _reasons(v.get("reasons")),
             "model": key[1],
             "tenant": key[2],
             "received": now,
             "marks": [m.as_json() for m in marks],
         }
         self._held.append((now + self.limits.hold_seconds, item, marks))
+        while len(self._held) > self.limits.failures:  # a burst: publish without waiting
+            _, early, early_marks = self._held.popleft()
+            self._attach_text(early, early_marks, self._texts.get(early["input_id"]))
+            self.failures.publish(early)
 
     def _dead_letter(self, d: dict[str, Any], now: float) -> None:
-        code = str(d.get("error_code") or "unknown")
+        code = self._codes(d.get("error_code") or "unknown")
         self.dead_letter_codes[code] += 1
         raw = d.get("raw")
         self.dead_letters.publish(
             {
                 "error_code": code,
                 "error": str(d.get("error", ""))[:PREVIEW_CHARS],
-                "source": f"{d.get('source_topic')}[{d.get('partition')}]@{d.get('offset')}",
-                "key": d.get("key"),
+                "source": f"{d.get('source_topic')}[{d.get('partition')}]@{d.get('offset')}"[
+                    :PREVIEW_CHARS
+                ],
+                "key": str(d.get("key"))[:MAX_ID_CHARS] if d.get("key") is not None else None,
                 "raw": raw[:PREVIEW_CHARS] if isinstance(raw, str) else "",
                 "raw_size": d.get("raw_size"),
                 "received": now,
@@ -218,7 +248,10 @@ class ConsoleState:
         doc_id = row["doc_id"]
         if not isinstance(doc_id, str):
             raise ValueError("doc-quality row without a doc_id")
-        self.quality_docs.add(doc_id)
+        if len(self.quality_docs) < self.limits.quality_documents:
+            self.quality_docs.add(doc_id[:MAX_ID_CHARS])
+        elif doc_id[:MAX_ID_CHARS] not in self.quality_docs:
+            self.quality_docs_capped = True
         self.quality_last = now
         second = int(now)
         if self.quality_seconds and self.quality_seconds[-1][0] == second:
@@ -303,9 +336,17 @@ class ConsoleState:
             "held": len(self._held),
             "lag": dict(self.lag),
             "dead_letter_codes": dict(self.dead_letter_codes.most_common()),
+            "limits": dataclasses.asdict(self.limits),
+            "memory": {
+                "texts": len(self._texts),
+                "texts_bytes": self._texts.bytes,
+                "evidence": len(self._evidence),
+                "evidence_bytes": self._evidence.bytes,
+            },
             "quality": {
                 "rows": self.records.get(DOC_QUALITY, 0),
                 "documents": len(self.quality_docs),
+                "documents_capped": self.quality_docs_capped,
                 "last_age": None if self.quality_last is None else now - self.quality_last,
                 "rows_per_second": quality_rate,
             },
@@ -340,12 +381,51 @@ class ConsoleState:
         yield "quality", self.quality
 
 
-def _put_latest(store: OrderedDict[str, Any], key: str, value: Any, limit: int) -> None:
-    """Put ``key`` last in ``store`` and drop the oldest entries beyond ``limit``."""
-    store[key] = value
-    store.move_to_end(key)
-    while len(store) > limit:
-        store.popitem(last=False)
+class BoundedStore(Generic[V]):
+    """The latest entries by key, the oldest dropped beyond ``items`` entries or ``max_bytes``
+    (each entry weighed by ``size``)."""
+
+    def __init__(self, items: int, max_bytes: int, size: Callable[[V], int]) -> None:
+        self.items = items
+        self.max_bytes = max_bytes
+        self.size = size
+        self.bytes = 0
+        self._entries: OrderedDict[str, tuple[V, int]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: str) -> V | None:
+        entry = self._entries.get(key)
+        return None if entry is None else entry[0]
+
+    def put(self, key: str, value: V) -> None:
+        """Put ``key`` last, then drop the oldest entries beyond the limits."""
+        old = self._entries.pop(key, None)
+        if old is not None:
+            self.bytes -= old[1]
+        weight = self.size(value) + len(key)
+        self._entries[key] = (value, weight)
+        self.bytes += weight
+        while self._entries and (len(self._entries) > self.items or self.bytes > self.max_bytes):
+            _, (_, dropped) = self._entries.popitem(last=False)
+            self.bytes -= dropped
+
+
+def _reasons(value: Any) -> list[Any]:
+    """A verdict's reasons as the page shows them: at most ten, each detail cut short."""
+    if not isinstance(value, list):
+        return []
+    out = []
+    for reason in value[:10]:
+        if isinstance(reason, Mapping):
+            out.append({k: str(v)[:PREVIEW_CHARS] for k, v in list(reason.items())[:4]})
+    return out
+
+
+def _utf8_size(text: str) -> int:
+    """Bytes a text takes at most in memory, near enough: 4 per character beyond Latin-1."""
+    return len(text) if text.isascii() else 4 * len(text)
 
 
 def _matches(key: Key, model: str, tenant: str) -> bool:

@@ -7,7 +7,7 @@ Size limits protect the worker: a single oversized field is a dead letter, not a
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
@@ -21,18 +21,46 @@ OptId = Annotated[str, StringConstraints(max_length=MAX_ID_CHARS)] | None
 Text = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS)]
 
 
+#: Event times accepted, in epoch seconds: 1970-01-01 to 2200-01-01 (UTC). Anything else is
+#: a producer's bug (milliseconds sent as seconds, a sentinel like 1e308 or year 9999), and
+#: every consumer of times (the ledger's day files, drift windows) would choke on or misfile
+#: it, so the record is dead-lettered at the edge with the reason (docs/architecture.md,
+#: decision 10).
+MIN_TS = 0.0
+MAX_TS = 7_258_118_400.0
+
+
 class _Event(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
     @field_validator("ts", mode="before", check_fields=False)
     @classmethod
     def _ts_to_epoch(cls, value: object) -> object:
-        """Accept epoch seconds or an ISO-8601 string; store epoch seconds (a float)."""
+        """Accept epoch seconds or an ISO-8601 string (UTC when it names no offset, so the
+        same record gives the same time on every machine); store epoch seconds (a float)."""
         if isinstance(value, str):
             try:
-                return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+                moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
             except ValueError as exc:
-                raise ValueError(f"ts is neither epoch seconds nor ISO-8601: {value!r}") from exc
+                raise ValueError(
+                    f"ts is neither epoch seconds nor ISO-8601: {value[:64]!r}"
+                ) from exc
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=UTC)
+            try:
+                return moment.timestamp()
+            except (OverflowError, ValueError, OSError) as exc:
+                raise ValueError(f"ts {value[:64]!r} is out of range") from exc
+        return value
+
+    @field_validator("ts", mode="after", check_fields=False)
+    @classmethod
+    def _ts_in_range(cls, value: float | None) -> float | None:
+        if value is not None and not MIN_TS <= value <= MAX_TS:
+            raise ValueError(
+                f"ts {value!r} is outside 1970-01-01..2200-01-01 (epoch seconds {MIN_TS:.0f} to "
+                f"{MAX_TS:.0f}); milliseconds sent as seconds?"
+            )
         return value
 
 

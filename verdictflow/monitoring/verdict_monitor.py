@@ -27,9 +27,10 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from verdictflow.evaluators.kinds import KINDS
+from verdictflow.listeners import serve_metrics
 from verdictflow.models.verdicts import Decision, VerdictKind
 from verdictflow.scoring_jobs.tail import tail
 from verdictflow.streams.settings import Settings
@@ -173,9 +174,12 @@ class VerdictMonitor:
             self.decision_ratio.labels(kind, d).set(n / total)
         return True
 
-    def serve(self, port: int, host: str = "0.0.0.0") -> None:
-        start_http_server(port, addr=host, registry=self.registry)
-        logger.info("monitor metrics on http://%s:%d/metrics", host, port)
+    def serve(self, port: int, host: str = "127.0.0.1", token: str | None = None) -> Any:
+        """Serve ``/metrics`` from a daemon thread, behind the bearer ``token`` when given;
+        returns the server (its ``server_port``, ``shutdown()``)."""
+        server = serve_metrics(self.registry, host, port, token)
+        logger.info("monitor metrics on http://%s:%d/metrics", host, server.server_port)
+        return server
 
 
 async def run_monitor(

@@ -27,16 +27,15 @@ from typing import Annotated, Any
 import faiss
 import orjson
 from fastapi import Depends, FastAPI, Request, Response
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
 from fastapi.routing import APIRoute
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from starlette.exceptions import HTTPException
 
 from verdictflow.embedders import make_embedder
 from verdictflow.rerank_api import artifacts, runtime
 from verdictflow.rerank_api.blend import Weights
 from verdictflow.rerank_api.follower import TopicFollower
+from verdictflow.rerank_api.http_errors import install_error_handlers
 from verdictflow.rerank_api.metrics import ApiMetrics
 from verdictflow.rerank_api.openapi import (
     error_responses,
@@ -235,26 +234,6 @@ class JsonRoute(APIRoute):
         return with_orjson
 
 
-#: Shorter messages for the limits, naming the enforced value ("top_k: at most 100").
-_LIMIT_MESSAGES = {
-    "string_too_long": "at most {max_length} characters",
-    "less_than_equal": "at most {le}",
-    "greater_than_equal": "at least {ge}",
-    "string_pattern_mismatch": "must contain some non-whitespace text",
-}
-_HTTP_ERRORS = {400: "invalid_json", 404: "not_found", 405: "method_not_allowed"}
-
-
-def _describe(errors: Any) -> str:
-    parts = []
-    for e in list(errors)[:3]:
-        loc = ".".join(str(p) for p in e["loc"] if p != "body") or "body"
-        template = _LIMIT_MESSAGES.get(e["type"])
-        msg = template.format(**e.get("ctx", {})) if template else e["msg"]
-        parts.append(f"{loc}: {msg}")
-    return "; ".join(parts)
-
-
 def _count_refusal(request: Request, status: int, body: Any = None) -> None:
     """Count a refused /search in ``vf_search_requests_total`` (mode: the requested one if
     valid, else the default)."""
@@ -268,29 +247,7 @@ def _count_refusal(request: Request, status: int, body: Any = None) -> None:
 
 
 def _install_error_handlers(app: FastAPI) -> None:
-    @app.exception_handler(RequestValidationError)
-    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = exc.errors()
-        bad_json = next((e for e in errors if e["type"] == "json_invalid"), None)
-        if bad_json is not None:
-            _count_refusal(request, 400)
-            reason = bad_json.get("ctx", {}).get("error", "malformed")
-            position = bad_json["loc"][-1]
-            detail = f"body is not valid JSON: {reason} (position {position})"
-            return JSONResponse({"error": "invalid_json", "detail": detail}, status_code=400)
-        _count_refusal(request, 422, exc.body)
-        return JSONResponse(
-            {"error": "invalid_request", "detail": _describe(errors)}, status_code=422
-        )
-
-    @app.exception_handler(HTTPException)
-    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
-        """Starlette's and FastAPI's own errors (404, 405, an unreadable body) in our shape."""
-        return JSONResponse(
-            {"error": _HTTP_ERRORS.get(exc.status_code, "http_error"), "detail": str(exc.detail)},
-            status_code=exc.status_code,
-            headers=exc.headers,
-        )
+    install_error_handlers(app, on_refusal=_count_refusal)
 
     @app.exception_handler(NotReadyError)
     async def not_ready(request: Request, exc: NotReadyError) -> JSONResponse:

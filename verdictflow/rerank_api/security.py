@@ -16,7 +16,6 @@ costs more than the search at hundreds of requests per second.
 
 from __future__ import annotations
 
-import hmac
 import logging
 from collections.abc import Collection, Sequence
 from typing import Any
@@ -24,6 +23,7 @@ from typing import Any
 import orjson
 from starlette.middleware.cors import CORSMiddleware
 
+from verdictflow.listeners import bearer_matches
 from verdictflow.rerank_api.settings import ApiSettings
 
 logger = logging.getLogger(__name__)
@@ -55,7 +55,7 @@ class ApiGuard:
         if (
             self.expected is not None
             and scope["path"] not in self.open_paths
-            and not _bearer_matches(_header(scope, b"authorization"), self.expected)
+            and not bearer_matches(_header(scope, b"authorization"), self.expected)
         ):
             await _reply(
                 send,
@@ -90,14 +90,6 @@ class ApiGuard:
             chunks.append(chunk)
             if not message.get("more_body", False):
                 return b"".join(chunks), False
-
-
-def _bearer_matches(given: bytes | None, token: bytes) -> bool:
-    """``Bearer <token>``: the scheme name is case-insensitive, then one or more spaces."""
-    if given is None:
-        return False
-    scheme, _, credentials = given.partition(b" ")
-    return scheme.lower() == b"bearer" and hmac.compare_digest(credentials.lstrip(b" "), token)
 
 
 def _header(scope: Any, name: bytes) -> bytes | None:
@@ -174,4 +166,4 @@ def install_guards(app: Any, api: ApiSettings) -> None:
             allow_headers=["authorization", "content-type"],
         )
     if token is None:
-        logger.info("API token not set: /search and /metrics are open")
+        logger.warning("API token not set: /search and /metrics are open to whoever reaches them")

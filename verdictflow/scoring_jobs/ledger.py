@@ -2,7 +2,8 @@
 ``<out>/<day>/<kind>.jsonl``.
 
 - The day is the verdict's own ``event_ts`` (UTC), never the wall clock, so a replay files every
-  verdict where the first run did; verdicts without an event time go to ``undated/``.
+  verdict where the first run did; verdicts without an event time, or with one no calendar
+  day holds (written before times were checked at the edge), go to ``undated/``.
 - Idempotent: the ids already in the ledger are read at start, and a ``verdict_id`` is written
   once however often it is delivered (the worker re-emits verdicts with the same ids and bytes
   after a crash). So the ledger reads its topics from the beginning, outside any consumer group,
@@ -34,10 +35,15 @@ UNDATED = "undated"
 
 
 def ledger_day(event_ts: float | None) -> str:
-    """``YYYY-MM-DD`` (UTC) of a verdict's event time, or ``undated``."""
+    """``YYYY-MM-DD`` (UTC) of a verdict's event time, or ``undated`` when it has none or one no
+    calendar day can hold (a record written before event times were checked at the edge:
+    ``1e308``, year 10000). The verdict is archived either way."""
     if event_ts is None:
         return UNDATED
-    return datetime.fromtimestamp(event_ts, tz=UTC).strftime("%Y-%m-%d")
+    try:
+        return datetime.fromtimestamp(event_ts, tz=UTC).strftime("%Y-%m-%d")
+    except (OverflowError, OSError, ValueError):
+        return UNDATED
 
 
 class Ledger:
@@ -49,6 +55,7 @@ class Ledger:
         self.written = 0
         self.duplicates = 0
         self.skipped = 0
+        self.bad_times = 0  # verdicts whose event_ts no calendar day holds (filed undated)
         self._files: dict[Path, IO[bytes]] = {}
         root.mkdir(parents=True, exist_ok=True)
         for path in sorted(root.glob("*/*.jsonl")):
@@ -76,7 +83,14 @@ class Ledger:
         if verdict.verdict_id in self.ids:
             self.duplicates += 1
             return False
-        path = self.root / ledger_day(verdict.event_ts) / f"{verdict.kind.value}.jsonl"
+        day = ledger_day(verdict.event_ts)
+        if day == UNDATED and verdict.event_ts is not None:
+            self.bad_times += 1
+            logger.warning(
+                "verdict %s: event_ts %r has no calendar day; archived under %s/",
+                verdict.verdict_id, verdict.event_ts, UNDATED,
+            )  # fmt: skip
+        path = self.root / day / f"{verdict.kind.value}.jsonl"
         f = self._files.get(path)
         if f is None:
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -3,6 +3,11 @@
 Lines are sent verbatim (a malformed line is sent too: that is how the dead-letter path is
 exercised). The key is the record's natural key (answers: request_id, else id; docs: doc_id;
 doc-edges: src; others: id) when the line parses, else no key.
+
+A line longer than :data:`MAX_LINE_BYTES` (1 MiB: Kafka's default ``message.max.bytes`` is
+1,048,588, and the worker dead-letters anything over its own 1,000,000-byte limit anyway) is
+not sent: it is reported with its line number and size, and the lines after it are sent. So is
+a line the broker refuses as too large. :class:`ReplayResult` says how many of each.
 """
 
 from __future__ import annotations
@@ -10,10 +15,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import orjson
 from aiokafka import AIOKafkaProducer
+from aiokafka.errors import MessageSizeTooLargeError, RecordTooLargeError
 
 from verdictflow.streams.admin import ensure_topics
 from verdictflow.streams.kafka_security import aiokafka_security_kwargs
@@ -21,6 +29,18 @@ from verdictflow.streams.settings import Settings
 from verdictflow.streams.topics import full_name
 
 logger = logging.getLogger(__name__)
+
+#: Longest line sent; the producer's request limit leaves room for the key and headers.
+MAX_LINE_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """How many lines were sent, and which were refused (line number, size, why)."""
+
+    sent: int
+    refused: tuple[tuple[int, int, str], ...] = ()
+
 
 _KEY_FIELDS: dict[str, tuple[str, ...]] = {
     "answers": ("request_id", "id"),
@@ -49,14 +69,15 @@ def read_lines(path: Path) -> list[bytes]:
     return [ln.rstrip(b"\r\n") for ln in path.read_bytes().splitlines() if ln.strip()]
 
 
-def make_producer(settings: Settings) -> AIOKafkaProducer:
+def make_producer(settings: Settings, max_record_bytes: int = MAX_LINE_BYTES) -> AIOKafkaProducer:
     """A producer that, on the embedded broker, puts one record in each batch (see
-    docs/embedded-broker.md)."""
+    docs/embedded-broker.md), and may send records of ``max_record_bytes``."""
     return AIOKafkaProducer(
         bootstrap_servers=settings.bootstrap_servers,
         max_batch_size=1 if settings.embedded else 16384,
         linger_ms=0 if settings.embedded else 5,
         acks="all",
+        max_request_size=max_record_bytes + 64 * 1024,
         **aiokafka_security_kwargs(settings),
     )
 
@@ -66,25 +87,44 @@ async def replay(
     topic: str,
     settings: Settings,
     progress: Callable[[int], None] | None = None,
-) -> int:
-    """Produce ``lines`` to ``topic`` (short or full name) in order; return how many were sent."""
+    max_line_bytes: int = MAX_LINE_BYTES,
+) -> ReplayResult:
+    """Produce ``lines`` to ``topic`` (short or full name) in order; lines too large for the
+    producer or the broker are refused and reported, the rest are sent."""
     short = full_name(topic, settings.topic_prefix)[len(settings.topic_prefix) :]
     target = settings.topic_prefix + short
     await ensure_topics(settings)
-    producer = make_producer(settings)
+    producer = make_producer(settings, max_line_bytes)
     await producer.start()
+    refused: list[tuple[int, int, str]] = []
+    sent = 0
     try:
-        pending = []
+        pending: list[tuple[int, int, asyncio.Future[Any]]] = []
+
+        async def settle() -> None:
+            nonlocal sent
+            for line_no, size, future in pending:
+                try:
+                    await future
+                    sent += 1
+                except (MessageSizeTooLargeError, RecordTooLargeError) as exc:
+                    refused.append((line_no, size, f"the broker refused it: {exc}"))
+            pending.clear()
+
         for i, line in enumerate(lines, start=1):
-            pending.append(await producer.send(target, value=line, key=record_key(line, short)))
+            if len(line) > max_line_bytes:
+                refused.append((i, len(line), f"over the {max_line_bytes:,}-byte limit"))
+                logger.warning("line %d: %d bytes, over %d: not sent", i, len(line), max_line_bytes)
+                continue
+            future = await producer.send(target, value=line, key=record_key(line, short))
+            pending.append((i, len(line), future))
             if len(pending) >= 500:
-                await asyncio.gather(*pending)
-                pending.clear()
+                await settle()
             if progress is not None and i % 100 == 0:
                 progress(i)
-        await asyncio.gather(*pending)
+        await settle()
         if progress is not None:
             progress(len(lines))
-        return len(lines)
+        return ReplayResult(sent, tuple(refused))
     finally:
         await producer.stop()

@@ -59,7 +59,15 @@ class Settings(BaseSettings):
     log_level: str = "info"
     #: Worker Prometheus metrics on this port (0: off). ``verdictflow worker --metrics-port``.
     metrics_port: Annotated[int, Field(ge=0, le=65535)] = 0
-    metrics_host: str = "0.0.0.0"
+    metrics_host: str = "127.0.0.1"
+    #: Bearer token of the metrics servers (worker ``/metrics``, ``verdictflow monitor``):
+    #: ``VERDICTFLOW_METRICS_TOKEN``. Needed to bind beyond loopback (verdictflow/listeners.py).
+    metrics_token: SecretStr | None = None
+    #: The retriever's token (``VERDICTFLOW_API_TOKEN``), which the console's search proxy
+    #: sends upstream, and the console's own when ``console_token`` is unset.
+    api_token: SecretStr | None = None
+    #: The console's token (``VERDICTFLOW_CONSOLE_TOKEN``; default: ``api_token``).
+    console_token: SecretStr | None = None
     #: OTLP/HTTP collector (``http://host:4318``, or its ``.../v1/logs`` URL) that receives
     #: every verdict as a ``gen_ai.evaluation.result`` event; None (or empty): off.
     #: ``verdictflow worker --otlp-endpoint``, see docs/operations.md.
@@ -84,6 +92,22 @@ class Settings(BaseSettings):
         if value is None or not value.strip():
             return None
         return http_url(value)
+
+    @property
+    def console_secret(self) -> str | None:
+        """The token the console asks for: its own, else the API's; None when neither is set
+        (an empty value counts as unset)."""
+        for secret in (self.console_token, self.api_token):
+            if secret is not None and secret.get_secret_value():
+                return secret.get_secret_value()
+        return None
+
+    @property
+    def metrics_secret(self) -> str | None:
+        """The metrics servers' token, None when unset or empty."""
+        if self.metrics_token is None:
+            return None
+        return self.metrics_token.get_secret_value() or None
 
     @property
     def bootstrap_servers(self) -> str:

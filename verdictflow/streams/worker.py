@@ -37,7 +37,7 @@ def run_worker(settings: Settings) -> None:
     metrics = None
     if settings.metrics_port:
         metrics = WorkerMetrics(settings.topic_prefix)
-        metrics.serve(settings.metrics_port, settings.metrics_host)
+        metrics.serve(settings.metrics_port, settings.metrics_host, settings.metrics_secret)
     # One app per tier (its own consumer group); the first runs the worker, the others are
     # started and stopped with it, in the same event loop.
     first, *others = create_apps(settings, policy, metrics=metrics)

@@ -21,13 +21,14 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from faust.sensors import Monitor
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 if TYPE_CHECKING:
     from verdictflow.streams.safe_commit import SafeCommitConsumer
 
+from verdictflow.listeners import serve_metrics
 from verdictflow.streams.outbox import Outbox
 from verdictflow.streams.topics import DEAD_LETTERS
 
@@ -168,9 +169,10 @@ class WorkerMetrics:
         """Export the NLP tier's context cache (:class:`ContextCacheCollector`)."""
         self.registry.register(ContextCacheCollector(cache))
 
-    def serve(self, port: int, host: str = "0.0.0.0") -> None:
-        """Expose ``/metrics`` on ``host:port`` from a daemon thread."""
-        start_http_server(port, addr=host, registry=self.registry)
+    def serve(self, port: int, host: str = "127.0.0.1", token: str | None = None) -> None:
+        """Expose ``/metrics`` on ``host:port`` from a daemon thread (behind the bearer
+        ``token`` when one is given: :func:`verdictflow.listeners.serve_metrics`)."""
+        serve_metrics(self.registry, host, port, token)
         logger.info("worker metrics on http://%s:%d/metrics", host, port)
 
 

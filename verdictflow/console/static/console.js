@@ -149,11 +149,19 @@ function answerText(item, detail) {
   return box;
 }
 
+// A 401 means the session ended (the token was rotated): back to the login form.
+function toLogin(res) {
+  if (res.status !== 401) return false;
+  window.location.assign("/login");
+  return true;
+}
+
 function failureRow(item) {
   const detail = el("div", { class: "detail" });
   const score = item.score === null ? "no score" : `${fmt(item.score)} ${item.direction === "lower" ? ">" : "<"} ${fmt(item.threshold)}`;
   const evidence = el("button", { type: "button", text: "evidence", onclick: async () => {
     const res = await fetch(`/api/verdicts/${encodeURIComponent(item.verdict_id)}`);
+    if (toLogin(res)) return;
     const body = await res.text();
     let text = body;
     try { text = JSON.stringify(JSON.parse(body), null, 2); } catch (e) { /* keep the raw body */ }
@@ -259,6 +267,7 @@ function setupSearch() {
     $("search-note").textContent = "searching...";
     const res = await fetch("/api/search", { method: "POST", headers: { "Content-Type": "application/json" },
       body: JSON.stringify({ q, top_k: Number($("search-k").value) || 5 }) });
+    if (toLogin(res)) return;
     const body = await res.json();
     const rows = $("search-results").tBodies[0];
     if (!res.ok) {
@@ -299,7 +308,10 @@ function connect() {
     void document.body.offsetHeight; // force style and layout, so the timing includes them
     window.vfConsole.lastRenderMs = performance.now() - t0;
   });
-  source.onerror = () => { $("status").textContent = "reconnecting"; $("status").className = "status down"; };
+  source.onerror = async () => {
+    $("status").textContent = "reconnecting"; $("status").className = "status down";
+    try { toLogin(await fetch("/api/stats?window=60")); } catch (e) { /* the server is down: keep retrying */ }
+  };
 }
 
 for (const id of ["window", "model", "tenant", "show-decision", "show-kind"]) $(id).addEventListener("change", connect);

@@ -1,0 +1,122 @@
+"""Every network listener closed by default: the rule each command applies before it binds.
+
+A listener (``api``, ``console``, ``monitor``, the worker's ``/metrics``) may bind loopback
+freely. Anything else (``0.0.0.0``, a LAN address, a host name that is not only loopback) is
+refused at start, one line and exit 2, unless a token guards it, or ``--insecure`` says out
+loud that an open listener is meant (a private network, a sidecar proxy doing the auth). The
+console and the API serve answers, queries, tenants and evidence: an accidental
+``--host 0.0.0.0`` must not publish them.
+
+The metrics servers (``monitor``, worker ``--metrics-port``) answer ``/metrics`` with
+Prometheus' exposition and, when a token is set, ask for it as a bearer token (Prometheus'
+``authorization: {credentials: ...}`` scrape setting).
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import socket
+import threading
+from collections.abc import Callable, Iterable
+from ipaddress import ip_address
+from socketserver import ThreadingMixIn
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+from verdictflow.exceptions import VerdictflowError
+
+logger = logging.getLogger(__name__)
+
+
+class InsecureListenerError(VerdictflowError):
+    """A listener asked to bind beyond loopback without a token or ``--insecure``."""
+
+
+def is_loopback(host: str) -> bool:
+    """Whether every address ``host`` names is a loopback address (``localhost``, 127.0.0.0/8,
+    ``::1``); the wildcard and unresolvable names are not."""
+    if host == "localhost":
+        return True
+    try:
+        return ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except OSError:
+        return False
+    return bool(infos) and all(ip_address(info[4][0]).is_loopback for info in infos)
+
+
+def check_bind(what: str, host: str, *, token: str | None, insecure: bool, token_env: str) -> None:
+    """Refuse to bind ``host`` beyond loopback without a token unless ``insecure``."""
+    if is_loopback(host) or token:
+        return
+    if insecure:
+        logger.warning(
+            "%s listens on %s without a token (--insecure): anyone who reaches it can read it",
+            what,
+            host,
+        )
+        return
+    raise InsecureListenerError(
+        f"{what} will not listen on {host} without a token: set {token_env}, bind 127.0.0.1, "
+        "or pass --insecure to serve it open"
+    )
+
+
+def bearer_matches(header: bytes | str | None, token: bytes) -> bool:
+    """``Bearer <token>`` (the scheme in any case, RFC 7235), compared in constant time."""
+    if header is None:
+        return False
+    given = header.encode("latin-1") if isinstance(header, str) else header
+    scheme, _, credentials = given.partition(b" ")
+    return scheme.lower() == b"bearer" and hmac.compare_digest(credentials.lstrip(b" "), token)
+
+
+class _ThreadingServer(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+
+
+class _ThreadingServer6(_ThreadingServer):
+    address_family = socket.AF_INET6
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        """Scrapes every few seconds are not worth a log line each."""
+
+
+def serve_metrics(registry: Any, host: str, port: int, token: str | None) -> Any:
+    """Serve ``registry`` on ``host:port`` from a daemon thread: ``/metrics`` (and ``/``),
+    behind the bearer ``token`` when one is given, and an open ``/healthz`` for liveness
+    probes (which cannot carry a secret). Returns the server (``shutdown()`` stops
+    it); its port is ``server.server_port``."""
+    from prometheus_client import make_wsgi_app
+
+    app = make_wsgi_app(registry)
+    expected = token.encode() if token else None
+
+    def guarded(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if environ.get("PATH_INFO") == "/healthz":  # liveness probes carry no token
+            start_response("200 OK", [("Content-Type", "text/plain")])
+            return [b"ok\n"]
+        if expected is not None and not bearer_matches(environ.get("HTTP_AUTHORIZATION"), expected):
+            start_response(
+                "401 Unauthorized",
+                [
+                    ("Content-Type", "application/json"),
+                    ("WWW-Authenticate", 'Bearer realm="verdictflow"'),
+                ],
+            )
+            return [b'{"error": "unauthorized", "detail": "missing or wrong bearer token"}']
+        result: Iterable[bytes] = app(environ, start_response)
+        return result
+
+    server_class = _ThreadingServer6 if ":" in host else _ThreadingServer
+    server = make_server(
+        host, port, guarded, server_class=server_class, handler_class=_QuietHandler
+    )
+    threading.Thread(target=server.serve_forever, name="metrics-http", daemon=True).start()
+    return server
