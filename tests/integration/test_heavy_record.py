@@ -11,8 +11,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.support.heavy_records import heavy_answer
 from tests.support.verdict_collection import collect
+from verdictflow.samples.heavy_records import heavy_answer
 from verdictflow.scoring_jobs.replay import replay
 
 pytestmark = pytest.mark.broker

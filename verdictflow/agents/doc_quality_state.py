@@ -18,12 +18,12 @@ quality or a feature moved.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import orjson
 
 from verdictflow.evaluators import doc_quality as dq
+from verdictflow.evaluators.vectors import vector_problem as check_vector
 from verdictflow.models.events import DocUpdate
 from verdictflow.models.quality import DocQuality
 
@@ -45,14 +45,12 @@ def copy_entry(entry: Entry | None) -> Entry:
 
 def vector_problem(update: DocUpdate, dim: int) -> str | None:
     """Why a document's vector cannot be indexed, or None. The agent dead-letters such a
-    document and the index reader skips it: both must refuse the same records."""
-    if update.op == "delete" or update.vector is None:
+    document, and the index reader and the API skip it: all three apply the same check
+    (:func:`verdictflow.evaluators.vectors.vector_problem`, in float32 as stored)."""
+    if update.op == "delete":
         return None
-    if len(update.vector) != dim:
-        return f"vector has {len(update.vector)} dimensions, expected {dim}"
-    if not all(math.isfinite(x) for x in update.vector):
-        return "vector contains NaN or infinite values"
-    return None
+    problem = check_vector(update.vector, dim)
+    return None if problem is None else problem[1]
 
 
 def apply_doc(

@@ -44,7 +44,8 @@ def unit_rows(vectors: npt.ArrayLike, dim: int | None = None) -> F32:
 
     Raises :class:`VectorError` on NaN/infinite values or a dimension other than ``dim``.
     """
-    arr = np.asarray(vectors, dtype=np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):  # beyond float32: refused below
+        arr = np.asarray(vectors, dtype=np.float32)
     if arr.ndim == 1:
         arr = arr[None, :]
     if arr.ndim != 2:

@@ -74,8 +74,9 @@ class ServiceState:
 
     @property
     def ready(self) -> bool:
+        """Loaded (artifacts), or caught up with the topics and still following them."""
         if self.follower is not None:
-            return self.follower.ready.is_set()
+            return self.follower.ready.is_set() and self.follower.error is None
         return self.loaded
 
     def maybe_compact(self) -> None:
@@ -364,6 +365,7 @@ def _install_routes(app: FastAPI, api: ApiSettings) -> None:
             embedder=r.embedder.version,
             index=r.index.stats(),
             query_cache=r.query_cache_stats(),
+            error=state.follower.error if state.follower is not None else None,
         )
 
     @app.get(

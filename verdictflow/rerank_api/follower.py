@@ -11,12 +11,18 @@ holds several records reports a wrong end offset, so readiness also comes after
 over partitions of (high watermark - position), from the fetch responses.
 
 A record that does not decode or validate is logged, counted and skipped: the service never
-dies on a bad record.
+dies on a bad record. A record that decodes but makes the retriever raise (a bug, or a case
+no validation foresaw) is found by applying its batch again one record at a time, and only it
+is skipped (``vf_api_bad_records{reason="apply_error"}``, its offset in the log). Should the
+reading loop itself fail (the broker gone, a client error), :meth:`TopicFollower.run`
+reports it (``error``: ``/healthz`` says not ready, with the reason), reconnects after a
+backoff and resumes where it stopped (``vf_api_follower_restarts_total``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -62,11 +68,11 @@ class TopicFollower:
         self._consumer: AIOKafkaConsumer | None = None
         self._targets: dict[TopicPartition, int] = {}
         self._positions: dict[TopicPartition, int] = {}
+        #: Why the reading loop stopped, while it reconnects (None when following).
+        self.error: str | None = None
 
-    async def start(self) -> None:
-        """Connect, assign every partition of both topics and seek to the beginning."""
-        await ensure_topics(self.settings, [DOCS, DOC_QUALITY])
-        consumer = AIOKafkaConsumer(
+    def _new_consumer(self) -> AIOKafkaConsumer:
+        return AIOKafkaConsumer(
             bootstrap_servers=self.settings.bootstrap_servers,
             group_id=None,
             enable_auto_commit=False,
@@ -74,6 +80,11 @@ class TopicFollower:
             max_partition_fetch_bytes=4 * 1024 * 1024,
             **aiokafka_security_kwargs(self.settings),
         )
+
+    async def start(self) -> None:
+        """Connect, assign every partition of both topics and seek to the beginning."""
+        await ensure_topics(self.settings, [DOCS, DOC_QUALITY])
+        consumer = self._new_consumer()
         await consumer.start()
         self._consumer = consumer
         tps = await assign_all(consumer, (self.docs_topic, self.quality_topic), wait_seconds=10)
@@ -109,7 +120,37 @@ class TopicFollower:
             logger.info("caught up with %s and %s", self.docs_topic, self.quality_topic)
 
     async def run(self) -> None:
-        """Poll and apply forever (until cancelled)."""
+        """Follow forever (until cancelled); when the loop fails, report it, reconnect after a
+        backoff (1 s, doubling to 30 s) and resume at the positions reached."""
+        backoff = 1.0
+        while True:
+            try:
+                await self._follow()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the loop must outlive any failure: report, reconnect
+                self.error = f"{type(exc).__name__}: {exc}"[:500]
+                self.metrics.follower_restarts.inc()
+                logger.exception("topic follower stopped; reconnecting in %.0f s", backoff)
+                await asyncio.sleep(backoff)
+                backoff = min(30.0, backoff * 2)
+                await self._reconnect()
+
+    async def _reconnect(self) -> None:
+        """A new consumer at the positions reached (errors leave ``error`` set: retried)."""
+        if self._consumer is not None:
+            with contextlib.suppress(Exception):
+                await self._consumer.stop()
+            self._consumer = None
+        consumer = self._new_consumer()
+        await consumer.start()
+        tps = await assign_all(consumer, (self.docs_topic, self.quality_topic), wait_seconds=10)
+        for tp in tps:
+            consumer.seek(tp, self._positions.get(tp, 0))
+        self._consumer = consumer
+        logger.info("topic follower reconnected; resuming at the positions reached")
+
+    async def _follow(self) -> None:
         assert self._consumer is not None, "start() first"
         idle_since = time.monotonic()
         while True:
@@ -129,6 +170,7 @@ class TopicFollower:
                 self.metrics.lag.set(self.lag)
                 continue
             idle_since = time.monotonic()
+            self.error = None
             for tp in sorted(batches, key=lambda t: (t.topic, t.partition)):
                 records = batches[tp]
                 await self._apply(tp.topic, [(r.offset, r.value) for r in records])
@@ -137,6 +179,19 @@ class TopicFollower:
             self.metrics.lag.set(self.lag)
 
     async def _apply(self, topic: str, records: list[tuple[int, bytes | None]]) -> None:
+        """Apply a batch; when that raises, each record on its own, skipping what fails."""
+        try:
+            await self._apply_batch(topic, records)
+        except Exception:
+            if len(records) == 1:
+                short = DOCS if topic == self.docs_topic else DOC_QUALITY
+                self.metrics.bad_records.labels(short, "apply_error").inc()
+                logger.exception("skipping %s@%d: applying it raised", topic, records[0][0])
+                return
+            for record in records:
+                await self._apply(topic, [record])
+
+    async def _apply_batch(self, topic: str, records: list[tuple[int, bytes | None]]) -> None:
         short = DOCS if topic == self.docs_topic else DOC_QUALITY
         model: type[DocUpdate] | type[DocQuality] = DocUpdate if short == DOCS else DocQuality
         decoded = []

@@ -94,6 +94,11 @@ class ApiMetrics:
             ["topic", "reason"],
             registry=r,
         )
+        self.follower_restarts = Counter(
+            "vf_api_follower_restarts",
+            "Times the topic follower's loop failed and reconnected",
+            registry=r,
+        )
         self.stale_records = Counter(
             "vf_api_stale_records", "Records older than the version held", ["topic"], registry=r
         )

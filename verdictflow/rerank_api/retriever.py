@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from verdictflow.evaluators.embedding import Embedder
+from verdictflow.evaluators.vectors import vector_problem
 from verdictflow.models import DocQuality, DocUpdate
 from verdictflow.rerank_api.blend import (
     Blended,
@@ -157,11 +158,11 @@ class Retriever:
                 counts.stale += 1
                 continue
             if upd.op == "upsert" and upd.vector is not None:
-                problem = _vector_problem(upd.vector, self.index.config.dim)
+                problem = vector_problem(upd.vector, self.index.config.dim)
                 if problem:
                     counts.rejected += 1
-                    counts.reasons.append(problem)
-                    logger.warning("docs record %s rejected: %s", upd.doc_id, problem)
+                    counts.reasons.append(f"{problem[0]}: {problem[1]}")
+                    logger.warning("docs record %s rejected: %s", upd.doc_id, problem[1])
                     continue
             final[upd.doc_id] = upd
             counts.applied += 1
@@ -282,11 +283,3 @@ class Retriever:
             return True
         meta = self.docs.get(doc_id)
         return meta is not None and (meta.lane is None or meta.lane == lane)
-
-
-def _vector_problem(vector: Sequence[float], dim: int) -> str | None:
-    if len(vector) != dim:
-        return f"vector_dimension: {len(vector)} values, the index has {dim}"
-    if not all(math.isfinite(x) for x in vector):
-        return "vector_not_finite"
-    return None

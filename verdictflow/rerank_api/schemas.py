@@ -148,6 +148,8 @@ class Health(BaseModel):
     index: dict[str, int | str]
     #: The query-vector cache: hits, misses, entries, capacity.
     query_cache: dict[str, int]
+    #: Why the topic follower is not following, while it reconnects (None otherwise).
+    error: str | None = None
 
 
 class StageLatency(BaseModel):

@@ -54,14 +54,21 @@ class IndexConfig:
 
 
 def normalise(vectors: npt.ArrayLike, dim: int) -> FloatMatrix:
-    """Rows as contiguous float32 of unit length (a zero row stays zero); checks shape."""
-    arr = np.ascontiguousarray(np.asarray(vectors, dtype=np.float32))
+    """Rows as contiguous float32 of unit length (a zero row stays zero); checks shape.
+
+    Values are checked as float32 (what is stored: a value beyond its range is refused, not
+    turned into an infinity) and normalised in float64 (a large finite vector does not
+    overflow its norm)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        arr = np.ascontiguousarray(np.asarray(vectors, dtype=np.float32))
     if arr.ndim != 2 or arr.shape[1] != dim:
         raise ValueError(f"expected vectors of shape (n, {dim}), got {arr.shape}")
     if not np.isfinite(arr).all():
-        raise ValueError("vectors contain NaN or infinite values")
-    norms = np.linalg.norm(arr, axis=1, keepdims=True)
-    out: FloatMatrix = np.divide(arr, norms, out=np.zeros_like(arr), where=norms > 0)
+        raise ValueError("vectors contain NaN, infinite values or values beyond float32")
+    wide = arr.astype(np.float64)
+    norms = np.linalg.norm(wide, axis=1, keepdims=True)
+    unit = np.divide(wide, norms, out=np.zeros_like(wide), where=norms > 0)
+    out: FloatMatrix = np.ascontiguousarray(unit, dtype=np.float32)
     return out
 
 

@@ -1,0 +1,127 @@
+"""What one record costs the NLP tier, by size, next to raw ``nlp.pipe`` over its answer in
+the same run; and what a record over the policy's budget costs (it is not parsed).
+
+Two shapes per size (answer characters, context characters in 64 contexts at most):
+
+- ``facts``: the QA probe's shape (``verdictflow.samples.heavy_records``): every sentence a
+  person, an organisation, a city, a date and a sum, so every answer sentence shares most of
+  its words with every context sentence: the worst case for sentence alignment;
+- ``articles``: QAGS CNN/DM articles as contexts and their summaries, repeated, as the answer.
+
+Per row: raw ``nlp.pipe`` of the answer alone (the reference), then ``score_answers`` for the
+NLP tier with an empty context cache (contexts indexed) and again with them cached; the ratio
+is scoring / raw parse. The budget's defaults (``budget.answer_chars`` 20,000,
+``budget.context_chars`` 200,000) are the last in-budget row; the row after it is over.
+
+    python bench/record_budget.py [--repeat 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import orjson
+from answers_throughput import machine
+
+from verdictflow.evaluators.answer_analysis import CACHE_BYTES, ContextCache
+from verdictflow.evaluators.answer_batch import score_answers
+from verdictflow.evaluators.kinds import Tier
+from verdictflow.evaluators.policy import Policy
+from verdictflow.models.events import AnswerEvent
+from verdictflow.nlp import load_pipeline
+from verdictflow.samples.heavy_records import heavy_answer
+from verdictflow.scoring_setup import Scoring, load_scoring
+
+ROOT = Path(__file__).resolve().parent.parent
+SIZES = [
+    (2_000, 20_000),
+    (5_000, 50_000),
+    (10_000, 100_000),
+    (19_500, 195_000),  # at the default budget
+    (190_000, 630_000),  # the QA probe's record: over it
+]
+
+
+def articles_event(answer_chars: int, context_chars: int) -> AnswerEvent:
+    rows = [
+        orjson.loads(x) for x in (ROOT.parent / "shared/data/qags/mturk_cnndm.jsonl").open("rb")
+    ]
+    contexts: list[str] = []
+    answer: list[str] = []
+    for row in rows:
+        room = context_chars - sum(map(len, contexts))
+        if room > 0 and len(contexts) < 64:
+            contexts.append(row["article"][:room])
+        answer.append(" ".join(s["sentence"] for s in row["summary_sentences"]))
+    text = " ".join(answer)
+    while len(text) < answer_chars:
+        text += " " + text
+    return AnswerEvent(id="a", answer=text[:answer_chars], contexts=contexts)
+
+
+def facts_event(answer_chars: int, context_chars: int) -> AnswerEvent:
+    contexts = min(64, max(1, context_chars // 3_000))
+    raw = heavy_answer("f", answer_chars, context_chars // contexts, contexts)
+    return AnswerEvent.model_validate_json(raw)
+
+
+def best(fn: Callable[[], object], repeat: int) -> float:
+    """The fastest of ``repeat`` runs, in seconds."""
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+def cold(scoring: Scoring, event: AnswerEvent) -> None:
+    """Score with an empty context cache: the contexts are indexed too."""
+    scoring.analyzer.cache = ContextCache(CACHE_BYTES)
+    score_answers([event], scoring.ctx, scoring.analyzer, Tier.NLP)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=2, help="best of N timings")
+    args = parser.parse_args()
+    print(f"machine: {machine()} | load {os.getloadavg()[0]:.2f}")
+    scoring = load_scoring(Policy())
+    nlp = load_pipeline()
+    warm = AnswerEvent(id="w", answer="The cat sat on the mat.", contexts=["The cat sat."])
+    score_answers([warm], scoring.ctx, scoring.analyzer, Tier.NLP)
+    print(
+        f"{'shape':<9} {'answer':>8} {'contexts':>9} {'raw parse s':>11} {'cold s':>8} "
+        f"{'cached s':>9} {'cold/raw':>8}  NLP verdicts"
+    )
+    for shape, make in (("facts", facts_event), ("articles", articles_event)):
+        for answer_chars, context_chars in SIZES:
+            event = make(answer_chars, context_chars)
+            context_total = sum(len(c.text) for c in event.context_passages)
+
+            raw = (
+                best(lambda e=event: list(nlp.pipe([e.answer])), args.repeat)
+                if answer_chars <= 20_000
+                else float("nan")
+            )
+            cold_s = best(lambda e=event: cold(scoring, e), args.repeat)
+            cached_s = best(
+                lambda e=event: score_answers([e], scoring.ctx, scoring.analyzer, Tier.NLP),
+                args.repeat,
+            )
+            (verdicts,) = score_answers([event], scoring.ctx, scoring.analyzer, Tier.NLP)
+            outcome = ", ".join(f"{v.kind.value} {v.decision.value}" for v in verdicts)
+            if verdicts[0].reasons[0].code.value == "too_long_for_nlp":
+                outcome += " (too_long_for_nlp)"
+            print(
+                f"{shape:<9} {len(event.answer):>8,} {context_total:>9,} {raw:>11.3f} "
+                f"{cold_s:>8.3f} {cached_s:>9.3f} {cold_s / raw:>8.2f}  {outcome}"
+            )
+
+
+if __name__ == "__main__":
+    main()
