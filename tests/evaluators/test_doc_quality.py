@@ -150,9 +150,39 @@ def test_stream_index_update_delete_and_dup_set():
     index.upsert("b", y)  # b changes: now a duplicate of c
     assert index.dup_set("b") == ["c"]
     assert (index.dup_count("a"), index.dup_count("c")) == (0, 1)
-    assert index.remove("c")
-    assert not index.remove("c")
+    assert index.remove("c") == ["b"]  # b's count moved from 1 to 0
+    assert index.remove("c") == []
     assert (len(index), index.dup_count("b"), index.dup_count("c")) == (2, 0, 0)
+
+
+def test_an_update_names_exactly_the_documents_whose_capped_count_it_moved():
+    """Random upserts, moves and deletes over three clusters of copies: the kept set sizes
+    stay exact, and each update returns the documents whose min(kdup, count) changed."""
+    rng = np.random.default_rng(7)
+    centres = unit_rows(rng.normal(size=(3, 8)))
+    index = DuplicateIndex(8, kdup=3, threshold=0.999)
+    present: dict[str, int] = {}
+
+    def capped() -> dict[str, int]:
+        return {d: min(3, sum(1 for e, c in present.items() if e != d and c == k))
+                for d, k in present.items()}  # fmt: skip
+
+    for step in range(300):
+        doc = f"d{rng.integers(0, 25)}"
+        before = capped()
+        if doc in present and rng.random() < 0.3:
+            del present[doc]
+            moved = index.remove(doc)
+        else:
+            present[doc] = int(rng.integers(0, 3))
+            moved = index.upsert(doc, centres[present[doc]])
+        after = capped()
+        expected = sorted(d for d in after if d != doc and before.get(d) != after[d])
+        assert moved == expected, step
+        for d in present:
+            assert index.dup_set_size(d) == sum(
+                1 for e, c in present.items() if e != d and c == present[d]
+            )
 
 
 def test_bad_vectors_are_refused():

@@ -134,3 +134,33 @@ def test_a_summary_that_breaks_faithfulness_is_dead_lettered_alone(
     assert letter["error_code"] == "internal_error"
     assert letter["error"] == "faithfulness: RuntimeError: scorer bug"
     assert (letter["source_topic"], letter["offset"]) == ("summaries", 1)
+
+
+CHINESE_ARTICLE = "北京是中华人民共和国的首都，也是全国的政治和文化中心。" * 8
+CHINESE_SUMMARY = "北京是中国的首都。"
+
+
+def test_a_summary_in_another_script_defers_from_every_kind(parser, scoring) -> None:
+    raw = orjson.dumps({"id": "zh", "article": CHINESE_ARTICLE, "summary": CHINESE_SUMMARY})
+    (outputs,) = run(parser, records(raw), scoring)
+    verdicts = [orjson.loads(v) for _, _, v in outputs]
+    assert len(verdicts) == 3  # both judges and faithfulness
+    for v in verdicts:
+        assert v["decision"] == "DEFER"
+        assert v["reasons"][0]["code"] == "unsupported_language"
+
+
+def test_an_empty_judge_list_means_no_judge_and_a_long_article_defers(parser, scoring) -> None:
+    none, long = run(
+        parser,
+        records(
+            summary("none", FAITHFUL, judges=[]),
+            orjson.dumps({"id": "long", "article": ARTICLE * 210, "summary": FAITHFUL}),
+        ),
+        scoring,
+    )
+    assert [t for t, _, _ in none] == ["verdicts.faithfulness"]
+    judges = [orjson.loads(v) for t, _, v in long if t == "verdicts.judge"]
+    assert len(ARTICLE * 210) > Policy().budget.article_chars
+    assert [v["reasons"][0]["code"] for v in judges] == ["too_long_for_nlp"] * 2
+    assert "budget.article_chars" in judges[0]["reasons"][0]["detail"]

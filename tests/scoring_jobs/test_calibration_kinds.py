@@ -220,3 +220,21 @@ def test_cli_calibrates_faithfulness_higher_is_better(tmp_path):
     assert record.direction == "higher"
     assert policy.faithfulness.threshold == record.threshold
     assert record.expected_fpr == 0.0
+
+
+def test_cli_refuses_unwritable_outputs_before_calibrating(tmp_path):
+    _, golden = tower_golden(
+        tmp_path,
+        {"pass": ["It is in Paris.", "It opened in 1889."], "fail": ["It is in Berlin."]},
+        query="Tell me about the tower.",
+    )
+    out = tmp_path / "policy.yaml"
+    for args, message in (
+        (["--out", tmp_path / "missing" / "p.yaml"], "no such directory"),
+        (["--out", out, "--report", "/proc/forbidden"], "cannot create it"),
+    ):
+        result = run_verdictflow("calibrate", golden, "--kind", "groundedness", *args)
+        assert result.returncode == 2, result.stderr
+        assert message in result.stderr
+        assert "Traceback" not in result.stderr
+        assert not out.exists(), "no policy written when the report cannot be"

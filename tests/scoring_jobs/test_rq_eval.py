@@ -109,6 +109,9 @@ def test_two_runs_give_identical_bytes(inputs):
         ("q1\td1\thigh\n", "q1 Q0 d1 1 1.0 A\n", "not an integer"),
         ("q1\td1\t1\n", "q1 Q0 d1 1\n", "expected 'qid Q0 doc rank score tag'"),
         ("q1\td1\t1\n", "q7 Q0 d1 1 1.0 A\n", "in run A are not in --queries"),
+        ("q1\td1\t1\n", "q1 Q0 d9 1 0.9 A\nq1 Q0 d1 2 nan A\n", "r.run:2: score 'nan'"),
+        ("q1\td1\t1\n", "q1 Q0 d1 1 inf A\n", "not a finite number"),
+        ("q1\td1\tnan\n", "q1 Q0 d1 1 1.0 A\n", "not an integer"),
     ],
 )
 def test_inconsistent_inputs_exit_non_zero_with_one_line(tmp_path, truth_text, run_text, message):
@@ -167,3 +170,34 @@ def test_macro_figures_equal_trec_eval_at_10(tmp_path):
     assert result.returncode == 0, result.stderr
     macro = json.loads(out.read_text())["systems"]["A"]["metrics"]["macro"]
     assert (f"{macro['recall']:.4f}", f"{macro['ndcg']:.4f}") == ("0.0317", "0.3016")
+
+
+def test_an_output_under_a_missing_directory_fails_before_any_work(inputs):
+    tmp, queries, truth, run_a, run_b = inputs
+    common = ["--queries", queries, "--truth", truth, "--runA", run_a, "--runB", run_b]
+    missing = rq_eval(*common, "--out", tmp / "nowhere" / "o.json")
+    assert missing.returncode == 2
+    assert "no such directory" in missing.stderr
+    assert len(missing.stderr.strip().splitlines()) == 1
+    csv = rq_eval(*common, "--out", tmp / "o.json", "--csv", tmp / "nowhere" / "x.csv")
+    assert csv.returncode == 2
+    assert not (tmp / "o.json").exists(), "the report must not be written when the CSV cannot"
+
+
+@pytest.mark.parametrize(
+    ("queries_text", "corpus_text", "message"),
+    [("q1\t   \n", None, "has no text"), ("q1\tapple\n", "", "no documents")],
+)
+def test_blank_queries_and_an_empty_corpus_are_errors(tmp_path, queries_text, corpus_text, message):
+    queries = write(tmp_path / "q.tsv", queries_text)
+    truth = write(tmp_path / "t.tsv", "q1\td1\t1\n")
+    config = write(tmp_path / "c.yaml", "mode: lexical\n")
+    extra = []
+    if corpus_text is not None:
+        extra = ["--corpus", write(tmp_path / "corpus.jsonl", corpus_text)]
+    result = rq_eval(
+        "--queries", queries, "--truth", truth, "--configA", config, "--configB", config,
+        *extra, "--out", tmp_path / "o.json",
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr

@@ -2,8 +2,10 @@
 
 - ``vf-docs`` (topic ``docs``, key doc_id): text health and optional CPESH margin of each
   upsert, the duplicate count from this worker's global index, a DocQuality row when the
-  quality moved, and a re-score request to every document whose duplicate set it entered or
-  left. Deletes retire the document and re-score its former duplicates.
+  quality moved, and a re-score request to every document whose (capped) duplicate count the
+  update moved, as the index reader recorded it (so a cluster of m copies costs m * kdup
+  requests, not m^2). Deletes retire the document. An update older than the document's
+  version is ignored (:mod:`verdictflow.evaluators.doc_versions`).
 - ``vf-doc-edges`` (topic ``doc-edges``, key src): re-keys each edge to both endpoints on the
   internal topic, so every document's degree is kept in the partition that owns it.
 - ``vf-doc-quality`` (internal topic, key doc_id): applies edge tokens and re-score requests.
@@ -81,6 +83,10 @@ class DocQualityProcessor:
         self.settings = settings
         self.cpesh = cpesh
         self._rescored: set[str] = set()
+        #: Updates ignored as older than the document's version (docs/document-quality.md).
+        self.stale = 0
+        #: Updates whose moved neighbours the index reader had not recorded (all notified).
+        self.fallbacks = 0
 
     def begin_batch(self) -> None:
         """Called after the batch's index sync: re-scores are coalesced within one batch.
@@ -116,6 +122,13 @@ class DocQualityProcessor:
             margin, reason = await self.cpesh.margin(update.text)
         doc_id = update.doc_id
         old = self.table.get(doc_id)
+        if state.is_stale(old, update):
+            self.stale += 1
+            logger.info(
+                "%s: %s of %s version %s is older than version %s; ignored",
+                record.where, update.op, doc_id, update.version, (old or {}).get("v"),
+            )  # fmt: skip
+            return
         entry, old_dups = state.apply_doc(state.copy_entry(old), update, margin, reason)
         if update.op == "upsert":
             entry = self._rescore_dups(entry, doc_id)
@@ -123,7 +136,11 @@ class DocQualityProcessor:
         self._store(doc_id, old, entry)
         if row is not None:
             await outbox.send(DOC_QUALITY, doc_id, encode(row))
-        for other in sorted(set(old_dups) | set(entry["dup_ids"])):
+        moved = self.reader.take_moved(record.partition, record.offset)
+        if moved is None:  # the reader did not record this update: notify every neighbour
+            self.fallbacks += 1
+            moved = sorted(set(old_dups) | set(entry["dup_ids"]))
+        for other in moved:
             await outbox.send(DOC_QUALITY_INTERNAL, other, state.rescore_message(other))
 
     async def on_edge(self, record: Record, outbox: Outbox) -> None:

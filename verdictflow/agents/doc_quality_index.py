@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import OrderedDict
 from typing import Any
 
 import faiss
@@ -36,7 +37,8 @@ from mode import Service
 
 from verdictflow.agents.doc_quality_state import vector_problem
 from verdictflow.evaluators.doc_quality import QualityConfig
-from verdictflow.evaluators.dup_index import DuplicateIndex, VectorError, unit_rows
+from verdictflow.evaluators.doc_versions import supersedes
+from verdictflow.evaluators.dup_index import DuplicateIndex, unit_rows
 from verdictflow.evaluators.embedding import Embedder
 from verdictflow.exceptions import InvalidEvent
 from verdictflow.models.codec import decode
@@ -49,6 +51,10 @@ from verdictflow.streams.topics import DOCS, full_name
 logger = logging.getLogger(__name__)
 #: The reader's fetch long-poll: bounds how late a new document reaches the index.
 FETCH_WAIT_MS = 20
+#: Updates whose moved neighbours are kept for the docs agent (by partition and offset). Every
+#: worker's reader records every update, and only the owner's agent takes its own, so the rest
+#: age out; one the agent finds gone makes it notify every neighbour (still correct).
+MOVED_KEPT = 100_000
 
 
 class DocIndexReader(Service):
@@ -78,6 +84,12 @@ class DocIndexReader(Service):
         self._ready = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.applied = 0
+        #: The version of the last update applied per document (deletes included).
+        self._versions: dict[str, int | None] = {}
+        #: (partition, offset) of an update -> the other documents whose count it moved.
+        self._moved: OrderedDict[tuple[int, int], list[str]] = OrderedDict()
+        self.stale = 0
+        self.failures = 0
 
     async def on_start(self) -> None:
         faiss.omp_set_num_threads(self._faiss_threads)  # process-wide; see QualitySettings
@@ -121,46 +133,75 @@ class DocIndexReader(Service):
             self._offsets = None
 
     async def _run(self) -> None:
+        """Read and apply forever. A record whose update raises is logged, counted and
+        skipped; should the reading itself fail, it is logged and retried after a pause
+        (``sync`` meanwhile times out, and the agents score with what the index has)."""
         assert self._consumer is not None
         while True:
-            batches = await self._consumer.getmany(timeout_ms=200, max_records=2000)
+            try:
+                batches = await self._consumer.getmany(timeout_ms=200, max_records=2000)
+            except Exception:  # the reader must outlive a broker hiccup
+                self.failures += 1
+                logger.exception("duplicate index reader: fetch failed; retrying in 1 s")
+                await asyncio.sleep(1.0)
+                continue
             for tp, messages in batches.items():
-                updates = self.decode([m.value for m in messages])
+                updates = self.decode([(m.offset, m.value) for m in messages], tp.partition)
                 vectors = await asyncio.to_thread(self.embed_missing, updates)
                 self.apply(updates, vectors)
                 self._positions[tp] = messages[-1].offset + 1
             if batches:
                 self._progress.set()
 
-    def decode(self, values: list[bytes | None]) -> list[DocUpdate]:
-        """The records the docs agent would accept (one it would dead-letter is skipped)."""
-        updates: list[DocUpdate] = []
-        for value in values:
+    def decode(
+        self, values: list[tuple[int, bytes | None]], partition: int = 0
+    ) -> list[tuple[tuple[int, int], DocUpdate]]:
+        """The records the docs agent would accept (one it would dead-letter is skipped),
+        each with its (partition, offset)."""
+        updates: list[tuple[tuple[int, int], DocUpdate]] = []
+        for offset, value in values:
             try:
                 update = decode(value, DocUpdate, max_bytes=self._settings.max_event_bytes)
             except InvalidEvent:
                 continue
             if vector_problem(update, self._dim) is None:
-                updates.append(update)
+                updates.append(((partition, offset), update))
         return updates
 
-    def embed_missing(self, updates: list[DocUpdate]) -> np.ndarray:
+    def take_moved(self, partition: int | None, offset: int | None) -> list[str] | None:
+        """The documents whose capped duplicate count the update at ``partition``/``offset``
+        moved (taken: asked once), or None when this reader holds no record of it."""
+        if partition is None or offset is None:
+            return None
+        return self._moved.pop((partition, offset), None)
+
+    def embed_missing(self, updates: list[tuple[tuple[int, int], DocUpdate]]) -> np.ndarray:
         """Vectors of the upserts that came without one, in order (runs in a thread)."""
-        texts = [u.text for u in updates if u.op == "upsert" and u.vector is None]
+        texts = [u.text for _, u in updates if u.op == "upsert" and u.vector is None]
         return self._embedder.embed(texts) if texts else np.zeros((0, self._dim), np.float32)
 
-    def apply(self, updates: list[DocUpdate], vectors: np.ndarray) -> None:
-        """Apply decoded updates in order, with ``vectors`` from :meth:`embed_missing`."""
+    def apply(self, updates: list[tuple[tuple[int, int], DocUpdate]], vectors: np.ndarray) -> None:
+        """Apply decoded updates in order, with ``vectors`` from :meth:`embed_missing`, by the
+        version rule the agent applies too; record which neighbours each one moved."""
         embedded = iter(vectors)
-        for u in updates:
-            if u.op == "delete":
-                self.index.remove(u.doc_id)
+        for where, u in updates:
+            raw: Any = next(embedded) if u.op == "upsert" and u.vector is None else u.vector
+            if not supersedes(u.version, self._versions.get(u.doc_id)):
+                self.stale += 1
                 continue
-            raw = next(embedded) if u.vector is None else u.vector
+            self._versions[u.doc_id] = u.version
             try:
-                self.index.upsert(u.doc_id, unit_rows(raw, self._dim)[0])
-            except VectorError:  # pragma: no cover - excluded by vector_problem above
+                if u.op == "delete":
+                    moved = self.index.remove(u.doc_id)
+                else:
+                    moved = self.index.upsert(u.doc_id, unit_rows(raw, self._dim)[0])
+            except Exception:  # one update must not stop the reader: skip it, loudly
+                self.failures += 1
+                logger.exception("duplicate index reader: skipping %s at %s", u.doc_id, where)
                 continue
+            self._moved[where] = moved
+            while len(self._moved) > MOVED_KEPT:
+                self._moved.popitem(last=False)
         self.applied += len(updates)
 
     async def sync(self) -> bool:

@@ -8,7 +8,9 @@ An entry is a JSON-able dict (the table's changelog stores it as is):
   while the document is unknown or deleted: the graph is not the corpus;
 - ``dups``, ``dup_ids``: duplicate count and the full duplicate set at the last scoring;
 - ``q``: ``[quality, text, graph, dup_penalty, cpesh_margin]`` of the last emitted row;
-- ``rev``: the revision of the last emitted row, DocQuality.version.
+- ``rev``: the revision of the last emitted row, DocQuality.version;
+- ``v``: the ``version`` of the last update applied, a delete's included (a tombstone), for
+  the version rule (:mod:`verdictflow.evaluators.doc_versions`): an older update is ignored.
 
 Every transition is idempotent: adding an edge token already present, removing one that is
 absent, re-applying the same document, or re-scoring with the same duplicates leaves the
@@ -23,6 +25,7 @@ from typing import Any
 import orjson
 
 from verdictflow.evaluators import doc_quality as dq
+from verdictflow.evaluators.doc_versions import supersedes
 from verdictflow.evaluators.vectors import vector_problem as check_vector
 from verdictflow.models.events import DocUpdate
 from verdictflow.models.quality import DocQuality
@@ -31,7 +34,12 @@ Entry = dict[str, Any]
 
 
 def new_entry() -> Entry:
-    return {"doc": None, "edges": [], "dups": 0, "dup_ids": [], "q": None, "rev": 0}
+    return {"doc": None, "edges": [], "dups": 0, "dup_ids": [], "q": None, "rev": 0, "v": None}
+
+
+def is_stale(entry: Entry | None, update: DocUpdate) -> bool:
+    """Whether ``update`` is older than the last update applied to the document."""
+    return entry is not None and not supersedes(update.version, entry.get("v"))
 
 
 def copy_entry(entry: Entry | None) -> Entry:
@@ -60,6 +68,7 @@ def apply_doc(
     also the old duplicate set, whose members must be re-scored."""
     out = copy_entry(entry)
     old_dups = list(out["dup_ids"])
+    out["v"] = update.version
     if update.op == "delete":
         out["doc"] = None
         out["dups"], out["dup_ids"] = 0, []

@@ -71,7 +71,10 @@ def register(
     def judge_context() -> tuple[Parser, JudgeContext, Scoring | None]:
         if "ctx" not in state:
             parse, version = parser()
-            state["parse"], state["ctx"] = parse, JudgeContext(ctx.policy.judge, version)
+            state["parse"], state["ctx"] = (
+                parse,
+                JudgeContext(ctx.policy.judge, version, ctx.policy.budget),
+            )
             on = ctx.policy.faithfulness.summaries
             state["faithfulness"] = Scoring(ctx, analyzer(ctx.policy)) if on else None
         return state["parse"], state["ctx"], state["faithfulness"]

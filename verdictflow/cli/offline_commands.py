@@ -137,9 +137,11 @@ def calibrate(
 ) -> None:
     """Choose a kind's threshold from a labelled golden set; write a policy (and a report)."""
     from verdictflow.evaluators.policy import load_policy
+    from verdictflow.outputs import Outputs, check_outputs
     from verdictflow.scoring_jobs import calibrate as cal
-    from verdictflow.scoring_jobs.calibration_report import write_report
+    from verdictflow.scoring_jobs.calibration_report import report_files
 
+    check_outputs([out], [report])  # before any work: a bad path fails now, in one line
     result = cal.calibrate(
         cal.read_golden(golden, kind),
         kind,
@@ -149,7 +151,12 @@ def calibrate(
         max_fpr=max_fpr,
         margin_quantile=margin_quantile,
     )
-    out.write_text(cal.policy_yaml(result.policy))
+    outputs = Outputs()  # the policy and the report: all written, or none
+    outputs.add(out, cal.policy_yaml(result.policy).encode())
+    if report is not None:
+        for path, data in report_files(result, report):
+            outputs.add(path, data)
+    written = outputs.commit()
     rec = result.record
     err.print(
         f"{kind}: threshold {rec.threshold:.4f} (raw {rec.raw_threshold:.4f} "
@@ -159,9 +166,8 @@ def calibrate(
         + (f", worst group {rec.worst_group}" if rec.worst_group else "")
         + f"; policy written to {out}"
     )
-    if report is not None:
-        for path in write_report(result, report):
-            err.print(f"report: {path}")
+    for path in written[1:]:
+        err.print(f"report: {path}")
 
 
 def train_faithfulness(

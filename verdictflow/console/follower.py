@@ -81,12 +81,13 @@ class Follower:
             try:
                 await ensure_topics(self.settings, short)
                 await self._consume()
-            except (KafkaError, OSError) as exc:
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a broker error, or a bug: report, then start anew
                 self.ready = False
-                self.error = f"{type(exc).__name__}: {exc}"
-                logger.warning(
-                    "console follower: %s; retrying in %.0f s", self.error, RETRY_SECONDS
-                )
+                self.error = f"{type(exc).__name__}: {exc}"[:500]
+                log = logger.warning if isinstance(exc, KafkaError | OSError) else logger.exception
+                log("console follower: %s; retrying in %.0f s", self.error, RETRY_SECONDS)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stopping.wait(), RETRY_SECONDS)
 
@@ -103,7 +104,13 @@ class Follower:
                 now = self.clock()
                 for tp, messages in batches.items():
                     for msg in messages:
-                        self.state.ingest(tp.topic, msg.value, now)
+                        try:
+                            self.state.ingest(tp.topic, msg.value, now)
+                        except Exception:  # what ingest does not expect: skip it, loudly
+                            self.state.bad_records["internal_error"] += 1
+                            logger.exception(
+                                "console: skipping %s[%d]@%d", tp.topic, tp.partition, msg.offset
+                            )
                     if messages:
                         self.positions[tp] = messages[-1].offset + 1
                 self.state.tick(now)

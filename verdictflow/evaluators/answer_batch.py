@@ -11,8 +11,13 @@ from collections.abc import Sequence
 
 from verdictflow.evaluators.answer_analysis import AnswerAnalyzer, ParsedAnswer
 from verdictflow.evaluators.answer_verdicts import ScoringContext
+from verdictflow.evaluators.deferrals import (
+    Deferral,
+    deferred_verdict,
+    over_budget,
+    unsupported_language,
+)
 from verdictflow.evaluators.kinds import KindSpec, Need, Tier, answer_kinds
-from verdictflow.evaluators.nlp_budget import OverBudget, deferred_verdict, over_budget
 from verdictflow.evaluators.normalised_events import TextMaps, normalised_event, original_offsets
 from verdictflow.models.events import AnswerEvent
 from verdictflow.models.verdicts import Verdict
@@ -31,13 +36,14 @@ def score_answers(
     Every scorer reads the event with its text normalised
     (:mod:`~verdictflow.evaluators.normalised_events`), and evidence spans are given back in
     the original text. spaCy runs only when a kind that needs it is asked for, and only on
-    the answers within the policy's budget (:mod:`~verdictflow.evaluators.nlp_budget`): the
-    others' spaCy kinds DEFER ``too_long_for_nlp``."""
+    answers it can read within the policy's budget (:mod:`~verdictflow.evaluators.deferrals`):
+    an answer over the budget DEFERs ``too_long_for_nlp`` from its spaCy kinds, one in another
+    script ``unsupported_language`` from every kind."""
     chosen = [k for k in (answer_kinds(tier) if kinds is None else kinds) if k.score is not None]
     normalised = [normalised_event(e) for e in events]
     clean = [event for event, _ in normalised]
     parsing = any(Need.SPACY in k.needs for k in chosen)
-    over = [over_budget(e, ctx.policy.budget) if parsing else None for e in clean]
+    over = [_deferral(e, ctx, parsing) for e in clean]
     parsed: list[ParsedAnswer | None] = [None] * len(clean)
     if parsing:
         within = [i for i, why in enumerate(over) if why is None]
@@ -49,16 +55,24 @@ def score_answers(
     ]
 
 
+def _deferral(event: AnswerEvent, ctx: ScoringContext, parsing: bool) -> Deferral | None:
+    language = unsupported_language(event)
+    if language is not None:
+        return language
+    return over_budget(event, ctx.policy.budget) if parsing else None
+
+
 def _score(
     kind: KindSpec,
     event: AnswerEvent,
     answer: ParsedAnswer | None,
-    why: OverBudget | None,
+    why: Deferral | None,
     ctx: ScoringContext,
 ) -> Verdict:
     assert kind.score is not None
-    if why is not None and Need.SPACY in kind.needs:
-        return deferred_verdict(kind.kind, kind.threshold(ctx.policy), event, why, ctx)
+    parses = Need.SPACY in kind.needs
+    if why is not None and (parses or not why.parsing_kinds_only):
+        return deferred_verdict(kind.kind, kind.threshold(ctx.policy), parses, event, why, ctx)
     return kind.score(event, answer, ctx)
 
 

@@ -17,6 +17,7 @@ from verdictflow.environment import environment_digest
 from verdictflow.evaluators.consistency import mean_pairwise_jaccard
 from verdictflow.evaluators.faithfulness_model import FaithfulnessModel, load_model
 from verdictflow.evaluators.groundedness import groundedness
+from verdictflow.evaluators.language import unsupported_script
 from verdictflow.evaluators.policy import Policy, defer, gate
 from verdictflow.evaluators.relevance import BackgroundStats
 from verdictflow.evaluators.tokenize import Tokenizer
@@ -201,8 +202,14 @@ def score_consistency(
             )
         )
     n = len(ordered)
+    written = [text for _, text in ordered if text.strip()]
     if result.score is None:
         decision = defer(ReasonCode.FEWER_THAN_TWO_VARIANTS, f"{n} answer(s); need at least 2")
+    elif written and all(unsupported_script(text) for text in written):
+        decision = defer(
+            ReasonCode.UNSUPPORTED_LANGUAGE,
+            "the answers are written mostly outside the Latin script; the pipelines read English",
+        )
     elif not any(token_sets):
         decision = defer(ReasonCode.ALL_VARIANTS_EMPTY, f"all {n} answers have no tokens")
     elif expected is not None and n < expected:

@@ -111,7 +111,16 @@ def batch_dup_counts(
 
 
 class DuplicateIndex:
-    """A mutable exact index of unit vectors keyed by doc_id (the stream's global view)."""
+    """A mutable exact index of unit vectors keyed by doc_id (the stream's global view).
+
+    It also keeps every document's duplicate-set size, up to date with each upsert and
+    removal (one range search each), so that an update can say which *other* documents'
+    counts it moved: :meth:`upsert` and :meth:`remove` return them. A count is capped at
+    ``kdup``, so in a cluster of m copies only the first ``kdup`` arrivals move anyone's
+    count; re-scoring just those makes a duplicate storm cost O(m * kdup) re-scores instead of
+    O(m^2) (issue 33). The relation is symmetric (the float64 cosine of two stored vectors is
+    the same either way), so the sizes stay exact.
+    """
 
     def __init__(self, dim: int, kdup: int, threshold: float) -> None:
         self.dim = dim
@@ -121,6 +130,7 @@ class DuplicateIndex:
         self._label: dict[str, int] = {}
         self._doc: dict[int, str] = {}
         self._vec: dict[str, F32] = {}
+        self._size: dict[str, int] = {}
         self._next = 0
 
     def __len__(self) -> int:
@@ -132,9 +142,11 @@ class DuplicateIndex:
     def vector(self, doc_id: str) -> F32 | None:
         return self._vec.get(doc_id)
 
-    def upsert(self, doc_id: str, unit: F32) -> None:
-        """Insert or replace ``doc_id``'s vector (already a unit row from :func:`unit_rows`)."""
+    def upsert(self, doc_id: str, unit: F32) -> list[str]:
+        """Insert or replace ``doc_id``'s vector (already a unit row from :func:`unit_rows`);
+        returns the other documents whose capped duplicate count this changed."""
         row = np.ascontiguousarray(unit.reshape(1, self.dim), dtype=np.float32)
+        before: dict[str, int] = {}
         label = self._label.get(doc_id)
         if label is None:
             label = self._next
@@ -142,18 +154,53 @@ class DuplicateIndex:
             self._label[doc_id] = label
             self._doc[label] = doc_id
         else:
+            for other in self._neighbours(doc_id):
+                before.setdefault(other, self._size[other])
+                self._size[other] -= 1
             self._index.remove_ids(np.array([label], dtype=np.int64))  # type: ignore[arg-type]
         self._index.add_with_ids(row, np.array([label], dtype=np.int64))
         self._vec[doc_id] = row[0]
+        found = self._neighbours(doc_id)
+        for other in found:
+            before.setdefault(other, self._size[other])
+            self._size[other] += 1
+        self._size[doc_id] = len(found)
+        return self._moved(before)
 
-    def remove(self, doc_id: str) -> bool:
-        label = self._label.pop(doc_id, None)
-        if label is None:
-            return False
+    def remove(self, doc_id: str) -> list[str]:
+        """Remove ``doc_id``; returns the other documents whose capped count this changed."""
+        if doc_id not in self._label:
+            return []
+        before: dict[str, int] = {}
+        for other in self._neighbours(doc_id):
+            before[other] = self._size[other]
+            self._size[other] -= 1
+        label = self._label.pop(doc_id)
         self._index.remove_ids(np.array([label], dtype=np.int64))  # type: ignore[arg-type]
         del self._doc[label]
         del self._vec[doc_id]
-        return True
+        del self._size[doc_id]
+        return self._moved(before)
+
+    def dup_set_size(self, doc_id: str) -> int:
+        """How many other documents are duplicates of ``doc_id`` (uncapped); 0 if unknown."""
+        return self._size.get(doc_id, 0)
+
+    def _moved(self, before: dict[str, int]) -> list[str]:
+        cap = self.kdup
+        return sorted(d for d, n in before.items() if min(cap, n) != min(cap, self._size[d]))
+
+    def _neighbours(self, doc_id: str) -> list[str]:
+        """Every other document at cosine >= threshold, sorted (uncapped)."""
+        unit = self._vec.get(doc_id)
+        if unit is None or not unit.any():
+            return []
+        _, _, found = self._index.range_search(unit[None, :], self.threshold - _RANGE_SLACK)
+        others = sorted(self._doc[int(x)] for x in found if int(x) != self._label[doc_id])
+        if not others:
+            return []
+        cos = exact_cosines(unit, np.stack([self._vec[o] for o in others]))
+        return [o for o, c in zip(others, cos, strict=True) if c >= self.threshold]
 
     def dup_count(self, doc_id: str) -> int:
         """``dups(doc_id)`` over the current index; 0 for a document not in it."""
@@ -180,13 +227,5 @@ class DuplicateIndex:
         definition itself; :meth:`dup_count`'s top-(kdup + 1) search gives the same number,
         and the tests check both against :func:`batch_dup_counts`.
         """
-        unit = self._vec.get(doc_id)
-        if unit is None or not unit.any():
-            return 0, []
-        _, _, found = self._index.range_search(unit[None, :], self.threshold - _RANGE_SLACK)
-        others = sorted(self._doc[int(x)] for x in found if int(x) != self._label[doc_id])
-        if not others:
-            return 0, []
-        cos = exact_cosines(unit, np.stack([self._vec[o] for o in others]))
-        dups = [o for o, c in zip(others, cos, strict=True) if c >= self.threshold]
+        dups = self._neighbours(doc_id)
         return min(self.kdup, len(dups)), dups[:MAX_DUP_SET]

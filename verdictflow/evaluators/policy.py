@@ -106,6 +106,12 @@ class BudgetPolicy(_Strict):
 
     answer_chars: Annotated[int, Field(ge=1, le=MAX_TEXT_CHARS)] = 20_000
     context_chars: Annotated[int, Field(ge=1, le=MAX_TEXT_CHARS * MAX_ITEMS)] = 200_000
+    #: The summary judges parse both texts with the full spaCy pipeline (article included:
+    #: ~20-30 KB/s), so a summary or article past these DEFERs ``too_long_for_nlp`` from both
+    #: judges. The summary's faithfulness verdict reads the article as a context, through the
+    #: lexical index, under ``answer_chars`` / ``context_chars``.
+    summary_chars: Annotated[int, Field(ge=1, le=MAX_TEXT_CHARS)] = 20_000
+    article_chars: Annotated[int, Field(ge=1, le=MAX_TEXT_CHARS)] = 50_000
 
 
 class EvidencePolicy(_Strict):

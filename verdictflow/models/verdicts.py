@@ -57,6 +57,7 @@ class ReasonCode(StrEnum):
     UNSUPPORTED_DETAIL = "unsupported_detail"  # faithfulness: a made-up or misplaced fact
     WEAK_SUPPORT = "weak_support"  # faithfulness: the contexts back little of the answer
     TOO_LONG_FOR_NLP = "too_long_for_nlp"  # past the policy's per-record budget
+    UNSUPPORTED_LANGUAGE = "unsupported_language"  # a script the pipelines cannot analyse
 
 
 class Reason(BaseModel):

@@ -194,6 +194,10 @@ async def run_monitor(
     async for topic, value in tail(
         VERDICT_TOPICS, settings, from_beginning=from_beginning, should_stop=should_stop
     ):
-        monitor.observe(topic, value)
+        try:
+            monitor.observe(topic, value)
+        except Exception:  # what observe does not expect: count it, log it, go on
+            monitor.bad_records.labels("internal_error").inc()
+            logger.exception("monitor: skipping a record of %s", topic)
         n += 1
     return n

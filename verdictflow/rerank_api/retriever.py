@@ -5,9 +5,11 @@ vector index and the BM25 snapshot. It is filled either by the topic follower (o
 decoded records at a time) or from artifacts, through the same two methods, so both sources
 give the same state for the same documents.
 
-Versions make replays idempotent and reorderings harmless: a document or quality row older
-than the one held (by ``version``) is ignored; an equal version replaces (the later record
-wins, which is what a producer correcting a row without bumping the version expects).
+Versions make replays idempotent and reorderings harmless, by the rule the worker applies too
+(:mod:`verdictflow.evaluators.doc_versions`): a document update or quality row older than the
+one held (by ``version``) is ignored; an equal version replaces (the later record wins, which
+is what a producer correcting a row without bumping the version expects); a delete leaves a
+tombstone with its version, so an older upsert does not bring the document back.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from verdictflow.evaluators.doc_versions import supersedes
 from verdictflow.evaluators.embedding import Embedder
 from verdictflow.evaluators.vectors import vector_problem
 from verdictflow.models import DocQuality, DocUpdate
@@ -86,10 +89,6 @@ def result_id(doc_id: str) -> str:
     return str(uuid.uuid5(_ID_NAMESPACE, doc_id))
 
 
-def _newer(incoming: int | None, held: int | None) -> bool:
-    return incoming is None or held is None or incoming >= held
-
-
 class Retriever:
     """Documents, quality and indexes, with one search entry point."""
 
@@ -120,6 +119,8 @@ class Retriever:
         self.docs: dict[str, DocMeta] = {}
         self.quality: dict[str, float] = {}
         self._quality_versions: dict[str, int | None] = {}
+        #: The version of each deleted document's delete (tombstones; see the module doc).
+        self._deleted: dict[str, int | None] = {}
         self._docs_changed = threading.Event()
         self._docs_lock = threading.Lock()  # doc map writes vs the BM25 rebuild's snapshot
 
@@ -154,7 +155,7 @@ class Retriever:
         for upd in updates:
             held = final.get(upd.doc_id)
             held_version = held.version if held else self._held_version(upd.doc_id)
-            if not _newer(upd.version, held_version):
+            if not supersedes(upd.version, held_version):
                 counts.stale += 1
                 continue
             if upd.op == "upsert" and upd.vector is not None:
@@ -173,6 +174,7 @@ class Retriever:
             with self._docs_lock:
                 for doc_id in deletes:
                     self.docs.pop(doc_id, None)
+                    self._deleted[doc_id] = final[doc_id].version
         if upserts:
             given = [u for u in upserts if u.vector is not None]
             to_embed = [u for u in upserts if u.vector is None]
@@ -184,13 +186,14 @@ class Retriever:
             with self._docs_lock:
                 for u in upserts:
                     self.docs[u.doc_id] = DocMeta(u.doc_id, u.text, u.lane, version=u.version)
+                    self._deleted.pop(u.doc_id, None)
         if final:
             self._docs_changed.set()
         return counts
 
     def _held_version(self, doc_id: str) -> int | None:
         meta = self.docs.get(doc_id)
-        return meta.version if meta else None
+        return meta.version if meta else self._deleted.get(doc_id)
 
     def apply_quality(self, rows: Sequence[DocQuality]) -> ApplyCounts:
         """Apply decoded ``doc-quality`` rows; a value outside [0, 1] or NaN is rejected."""
@@ -201,7 +204,7 @@ class Retriever:
                 counts.reasons.append("quality_out_of_range")
                 logger.warning("doc-quality row %s rejected: %r", row.doc_id, row.quality)
                 continue
-            if row.doc_id in self._quality_versions and not _newer(
+            if row.doc_id in self._quality_versions and not supersedes(
                 row.version, self._quality_versions[row.doc_id]
             ):
                 counts.stale += 1

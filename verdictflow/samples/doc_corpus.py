@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
+from verdictflow.evaluators.doc_versions import supersedes
 from verdictflow.evaluators.embedding import Embedder, default_embedder
 
 WORDS = [
@@ -66,20 +67,36 @@ WORDS = [
 class DocTraffic:
     doc_lines: list[bytes] = field(default_factory=list)
     edge_lines: list[bytes] = field(default_factory=list)
-    #: doc_id -> (text, vector or None), after every upsert and delete
+    #: doc_id -> (text, vector or None), after every upsert and delete that applied
     final_docs: dict[str, tuple[str, list[float] | None]] = field(default_factory=dict)
     final_edges: set[tuple[str, str]] = field(default_factory=set)
+    #: doc_id -> the version of the last update that applied (the shared version rule)
+    versions: dict[str, int | None] = field(default_factory=dict)
+    #: updates sent that the rule ignores (older than the document's version)
+    stale: int = 0
+
+    def _applies(self, doc_id: str, version: int | None) -> bool:
+        if not supersedes(version, self.versions.get(doc_id)):
+            self.stale += 1
+            return False
+        self.versions[doc_id] = version
+        return True
 
     def doc(self, doc_id: str, text: str, vector: list[float] | None = None, v: int = 1) -> None:
         obj: dict[str, object] = {"doc_id": doc_id, "op": "upsert", "text": text, "version": v}
         if vector is not None:
             obj["vector"] = vector
         self.doc_lines.append(orjson.dumps(obj))
-        self.final_docs[doc_id] = (text, vector)
+        if self._applies(doc_id, v):
+            self.final_docs[doc_id] = (text, vector)
 
-    def delete(self, doc_id: str) -> None:
-        self.doc_lines.append(orjson.dumps({"doc_id": doc_id, "op": "delete"}))
-        self.final_docs.pop(doc_id, None)
+    def delete(self, doc_id: str, v: int | None = None) -> None:
+        obj: dict[str, object] = {"doc_id": doc_id, "op": "delete"}
+        if v is not None:
+            obj["version"] = v
+        self.doc_lines.append(orjson.dumps(obj))
+        if self._applies(doc_id, v):
+            self.final_docs.pop(doc_id, None)
 
     def edge(self, src: str, dst: str, op: str = "add") -> None:
         self.edge_lines.append(orjson.dumps({"src": src, "dst": dst, "op": op, "kind": "cites"}))
@@ -149,6 +166,12 @@ def generate(n_docs: int = 300, seed: int = 5, dim: int = 384) -> DocTraffic:
             t.doc(doc_id, t.final_docs[other][0], v=2)
         elif t.final_docs.get(doc_id, ("", None))[1] is None:
             t.doc(doc_id, _text(rng, rng.randint(5, 60)), v=2)
+    for _ in range(n_docs // 20):  # out of order: older updates after newer ones (ignored)
+        doc_id = ids[rng.randrange(n_docs)]
+        if t.versions.get(doc_id) == 2:
+            t.doc(doc_id, "A stale text that must not win.", v=1)
+        elif doc_id in t.final_docs:
+            t.delete(doc_id, v=0)  # a stale delete deletes nothing
     for _ in range(n_docs // 15):
         t.delete(ids[rng.randrange(n_docs)])
     for _ in range(n_docs * 2):

@@ -86,7 +86,7 @@ def _judge_scorer(spec: KindSpec) -> BatchScorer:
     judge = spec.judge or ""
 
     def score(events: Sequence[Any], policy: Policy) -> list[Verdict]:
-        ctx = JudgeContext(policy.judge, version)
+        ctx = JudgeContext(policy.judge, version, policy.budget)
         return [v[0] for v in score_batch(events, parse, ctx, [judge])]
 
     return score

@@ -7,17 +7,28 @@ own units.
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from verdictflow.evaluators.calibration import rates_at, variance_margin
+from verdictflow.outputs import Outputs
 from verdictflow.scoring_jobs.calibrate import Calibration
 
 
 def write_report(result: Calibration, out_dir: Path) -> list[Path]:
-    """ROC and DET curves (PNG), a Markdown table and the figures as JSON."""
+    """ROC and DET curves (PNG), a Markdown table and the figures as JSON, written
+    atomically (all or none: :class:`~verdictflow.outputs.Outputs`)."""
+    outputs = Outputs()
+    for path, data in report_files(result, out_dir):
+        outputs.add(path, data)
+    return outputs.commit()
+
+
+def report_files(result: Calibration, out_dir: Path) -> list[tuple[Path, bytes]]:
+    """The report's files and their bytes (nothing written)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -25,7 +36,6 @@ def write_report(result: Calibration, out_dir: Path) -> list[Path]:
     from scipy.stats import norm
     from sklearn.metrics import det_curve, roc_curve
 
-    out_dir.mkdir(parents=True, exist_ok=True)
     fpr, tpr, _ = roc_curve(result.positives, result.scores)
     det_fpr, det_fnr, _ = det_curve(result.positives, result.scores)
     rec = result.record
@@ -59,14 +69,18 @@ def write_report(result: Calibration, out_dir: Path) -> list[Path]:
     det_ax.set(xlabel="false positive rate", ylabel="false negative rate", title="DET (probit)")
     fig.tight_layout()
     png = out_dir / f"{result.kind}_roc_det.png"
-    fig.savefig(png, dpi=110, metadata={"Software": None})
+    image = io.BytesIO()
+    fig.savefig(image, format="png", dpi=110, metadata={"Software": None})
     plt.close(fig)
     figures = _figures(result)
-    table = out_dir / f"{result.kind}_report.md"
-    table.write_text(_markdown(result.kind, figures))
-    figures_path = out_dir / f"{result.kind}_calibration.json"
-    figures_path.write_bytes(orjson.dumps(figures, option=orjson.OPT_INDENT_2) + b"\n")
-    return [png, table, figures_path]
+    return [
+        (png, image.getvalue()),
+        (out_dir / f"{result.kind}_report.md", _markdown(result.kind, figures).encode()),
+        (
+            out_dir / f"{result.kind}_calibration.json",
+            orjson.dumps(figures, option=orjson.OPT_INDENT_2) + b"\n",
+        ),
+    ]
 
 
 def _clip(values: Any, eps: float) -> Any:

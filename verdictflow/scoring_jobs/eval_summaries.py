@@ -104,7 +104,7 @@ def run_cli(
     policy = policy or Policy()
     lines = file.read_bytes().splitlines()
     parse, version = spacy_parser()
-    ctx = JudgeContext(policy.judge, version)
+    ctx = JudgeContext(policy.judge, version, policy.budget)
     scoring = load_scoring(policy, idf_stats) if policy.faithfulness.summaries else None
     judged: list[JudgeVerdict] = []
     others: list[Verdict] = []

@@ -19,6 +19,7 @@ import typer
 from rich.console import Console
 from rich.progress import Progress
 
+from verdictflow.outputs import Outputs, check_outputs
 from verdictflow.scoring_jobs.rq_inputs import (
     Document,
     RQInputError,
@@ -100,6 +101,8 @@ def rq_eval_command(
     for path in (queries, truth, run_a, run_b, config_a, config_b, corpus):
         if path is not None and not path.is_file():
             raise RQInputError(f"no such file: {path}")
+    trace_outputs = [trace_path(out, label) for label in "AB"] if emit_traces else []
+    check_outputs([out, csv_out, *trace_outputs])  # before any work
     digests = {
         "queries": file_digest(queries),
         "qrels": file_digest(truth),
@@ -130,12 +133,16 @@ def rq_eval_command(
             lambda i, n: progress.update(task, completed=i, total=n),
             {label: path.name for label, path in traces.items()},  # next to the report
         )
-    out.write_bytes(rq.report_json(report))
+    outputs = Outputs()  # the report, the CSV and the traces: all written, or none
+    outputs.add(out, rq.report_json(report))
     if csv_out is not None:
-        csv_out.write_bytes(rq.report_csv(report))
+        outputs.add(csv_out, rq.report_csv(report))
     for system in systems:
         if system.label in traces:
-            traces[system.label].write_bytes(rq.traces_jsonl(system, qrels))
+            outputs.add(traces[system.label], rq.traces_jsonl(system, qrels))
+    outputs.commit()
+    for system in systems:
+        if system.label in traces:
             err.print(f"{system.label}: traces written to {traces[system.label]}")
         elif emit_traces:
             why = "is a run file" if system.source == "run" else "does not set trace: true"

@@ -70,6 +70,8 @@ def read_queries(path: Path) -> dict[str, str]:
                 raise RQInputError(f"{path}:{n}: expected 'qid<TAB>text'")
         if not isinstance(qid, str) or not qid or not isinstance(text, str):
             raise RQInputError(f"{path}:{n}: a query needs a string id and text")
+        if not text.strip():
+            raise RQInputError(f"{path}:{n}: query {qid!r} has no text")
         if qid in queries:
             raise RQInputError(f"{path}:{n}: duplicate query id {qid!r}")
         queries[qid] = text
@@ -119,4 +121,6 @@ def read_corpus(path: Path) -> list[Document]:
         seen.add(doc_id)
         full = f"{title}\n{text}" if isinstance(title, str) and title else text
         docs.append(Document(doc_id, full))
+    if not docs:
+        raise RQInputError(f"{path}: no documents")
     return docs

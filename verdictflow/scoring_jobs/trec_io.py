@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from pathlib import Path
 
@@ -45,7 +46,11 @@ def read_trec_run(path: Path) -> dict[str, list[tuple[str, float]]]:
                 f"{path}:{line_no}: expected 'qid Q0 doc rank score tag', got {line!r}"
             )
         try:
-            run[parts[0]].append((parts[2], float(parts[4])))
+            score = float(parts[4])
         except ValueError:
             raise TrecFormatError(f"{path}:{line_no}: score {parts[4]!r} is not a number") from None
+        if not math.isfinite(score):
+            # nan sorts nowhere: two runs with the same lines in another order ranked apart
+            raise TrecFormatError(f"{path}:{line_no}: score {parts[4]!r} is not a finite number")
+        run[parts[0]].append((parts[2], score))
     return dict(run)

@@ -54,6 +54,9 @@ class Settings(BaseSettings):
     #: How often a worker checks that the broker still has every registry topic (and declares
     #: the missing ones: a broker restarted with empty storage comes back without them).
     topic_check_seconds: Annotated[float, Field(gt=0, le=3600)] = 5.0
+    #: At most this long from SIGTERM to exit: a worker then abandons the batch in hand (it
+    #: is redone after restart). ``VERDICTFLOW_SHUTDOWN_SECONDS``.
+    shutdown_seconds: Annotated[float, Field(gt=0, le=600)] = 10.0
     web_enabled: bool = False
     web_port: int = 6066
     log_level: str = "info"

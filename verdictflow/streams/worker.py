@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import signal
+import threading
 
 import faust
 
@@ -41,11 +44,49 @@ def run_worker(settings: Settings) -> None:
     # One app per tier (its own consumer group); the first runs the worker, the others are
     # started and stopped with it, in the same event loop.
     first, *others = create_apps(settings, policy, metrics=metrics)
-    worker = faust.Worker(
+    worker = BoundedShutdownWorker(
         first, *others, loglevel=settings.log_level, quiet=True, redirect_stdouts=False
     )
+    worker.shutdown_seconds = settings.shutdown_seconds
     disable_spinner(worker)
     worker.execute_from_commandline()
+
+
+class BoundedShutdownWorker(faust.Worker):  # type: ignore[misc]  # faust is untyped
+    """A Faust worker whose shutdown on SIGTERM or SIGINT takes at most ``shutdown_seconds``.
+
+    Faust stops its agents, which wait for the batch in hand (a long spaCy batch, a backlog's
+    delivery), and Kubernetes sends SIGKILL 30 s after SIGTERM by default. On the signal, a
+    timer is armed: if the worker has not exited when it fires, the process exits at once
+    (143), abandoning the batch in hand. Nothing is lost: its offsets were not committed
+    (results are delivered, then committed), so the next worker redoes it, with the same
+    verdict ids, as after a crash (docs/reliability.md)."""
+
+    shutdown_seconds: float = 10.0
+
+    def _schedule_shutdown(self, signal_: signal.Signals) -> None:
+        if not self._signal_stop_time:
+            arm_exit_timer(self.shutdown_seconds, f"{signal_.name} received")
+        super()._schedule_shutdown(signal_)
+
+
+def arm_exit_timer(seconds: float, why: str) -> threading.Timer:
+    """Exit the process (143) in ``seconds`` unless it has exited by then."""
+
+    def expire() -> None:
+        logger.warning(
+            "%s %.0f s ago and still shutting down: exiting now; the batch in hand is redone "
+            "after restart",
+            why,
+            seconds,
+        )
+        logging.shutdown()
+        os._exit(143)
+
+    timer = threading.Timer(seconds, expire)
+    timer.daemon = True
+    timer.start()
+    return timer
 
 
 def disable_spinner(worker: faust.Worker) -> None:

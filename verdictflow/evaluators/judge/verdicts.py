@@ -24,15 +24,18 @@ from typing import Any, Literal
 import orjson
 
 from verdictflow.environment import environment_digest
+from verdictflow.evaluators import text_normalise
 from verdictflow.evaluators.answer_verdicts import verdict_id
 from verdictflow.evaluators.judge import common, judge_lock, twin_lock
 from verdictflow.evaluators.judge.rules import round_half_up
 from verdictflow.evaluators.judge.text import Parsed
-from verdictflow.evaluators.policy import JudgePolicy, defer, gate
+from verdictflow.evaluators.language import unsupported_script
+from verdictflow.evaluators.policy import BudgetPolicy, JudgePolicy, defer, gate
+from verdictflow.evaluators.text_normalise import clean as clean_text
 from verdictflow.models.events import SummaryEvent
-from verdictflow.models.verdicts import JudgeVerdict, ReasonCode, VerdictKind
+from verdictflow.models.verdicts import Decision, JudgeVerdict, Reason, ReasonCode, VerdictKind
 
-JUDGE_CODE_VERSION = "vf-judge/1:spec-002"
+JUDGE_CODE_VERSION = f"vf-judge/2:spec-002+{text_normalise.VERSION}"
 JudgeName = Literal["twin_lock", "judge_lock"]
 ALL_JUDGES: tuple[JudgeName, ...] = ("twin_lock", "judge_lock")
 JUDGES: dict[str, Callable[[Parsed, Parsed], dict[str, dict[str, Any]]]] = {
@@ -51,6 +54,8 @@ JudgeConfig = JudgePolicy
 class JudgeContext:
     config: JudgeConfig
     pipeline_version: str
+    #: The policy's per-record budget (its summary and article limits apply to the judges).
+    budget: BudgetPolicy = field(default_factory=BudgetPolicy)
     config_digest: str = field(init=False)
     environment_digest: str = field(init=False)
 
@@ -60,6 +65,10 @@ class JudgeContext:
             "code": JUDGE_CODE_VERSION,
             "config": self.config.model_dump(mode="json"),
             "pipeline": self.pipeline_version,
+            "budget": {
+                "summary_chars": self.budget.summary_chars,
+                "article_chars": self.budget.article_chars,
+            },
         }
         digest = hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()
         object.__setattr__(self, "config_digest", digest)
@@ -118,9 +127,62 @@ def build_verdict(
 
 
 def judges_for(event: SummaryEvent, override: Sequence[str] | None = None) -> list[str]:
-    """The judges to run: ``override`` if given, else the event's ``judges``, else both."""
-    chosen = override if override is not None else (event.judges or ALL_JUDGES)
+    """The judges to run: ``override`` if given, else the event's ``judges`` (``[]``: none,
+    as written), else both."""
+    if override is not None:
+        chosen: Sequence[str] = override
+    else:
+        chosen = event.judges if event.judges is not None else ALL_JUDGES
     return [j for j in ALL_JUDGES if j in chosen]
+
+
+def unjudgeable(event: SummaryEvent, budget: BudgetPolicy) -> tuple[ReasonCode, str] | None:
+    """Why the judges cannot read ``event`` (another script, or past the budget), or None."""
+    for name, text in (("summary", event.summary), ("article", event.article)):
+        if unsupported_script(text):
+            return (
+                ReasonCode.UNSUPPORTED_LANGUAGE,
+                f"the {name} is written mostly outside the Latin script; the judges read English",
+            )
+    if len(event.summary) > budget.summary_chars:
+        limit, size, name = budget.summary_chars, len(event.summary), "summary"
+    elif len(event.article) > budget.article_chars:
+        limit, size, name = budget.article_chars, len(event.article), "article"
+    else:
+        return None
+    return (
+        ReasonCode.TOO_LONG_FOR_NLP,
+        f"too long for the judges: {name} of {size:,} characters > budget.{name}_chars {limit:,}",
+    )
+
+
+def deferred_verdict(
+    event: SummaryEvent, judge: str, why: tuple[ReasonCode, str], ctx: JudgeContext
+) -> JudgeVerdict:
+    """A judge's DEFER for an event it cannot read (not parsed)."""
+    return JudgeVerdict(
+        verdict_id=judge_verdict_id(event.id, judge, ctx.config_digest),
+        kind=VerdictKind.JUDGE,
+        input_id=event.id,
+        score=None,
+        threshold=ctx.config.threshold_for(judge),
+        decision=Decision.DEFER,
+        reasons=[Reason(code=why[0], detail=why[1])],
+        evidence={
+            "judge": judge,
+            "summary_chars": len(event.summary),
+            "article_chars": len(event.article),
+        },
+        config_digest=ctx.config_digest,
+        tokenizer_version=ctx.pipeline_version,
+        environment_digest=ctx.environment_digest,
+        model=event.model,
+        tenant=event.tenant,
+        group=None,
+        event_ts=event.ts,
+        judge=judge,
+        metrics={},
+    )
 
 
 def score_batch(
@@ -129,14 +191,24 @@ def score_batch(
     ctx: JudgeContext,
     override: Sequence[str] | None = None,
 ) -> list[list[JudgeVerdict]]:
-    """Verdicts for each event (in order). Texts are parsed once per distinct text, in one
-    ``parse`` call, so a batch of summaries of one article parses the article once."""
-    texts = list(dict.fromkeys(t for e in events for t in (e.article, e.summary)))
-    parsed = dict(zip(texts, parse(texts), strict=True))
+    """Verdicts for each event (in order). Texts are normalised
+    (:mod:`~verdictflow.evaluators.text_normalise`), and parsed once per distinct text, in one
+    ``parse`` call, so a batch of summaries of one article parses the article once; an event
+    the judges cannot read (:func:`unjudgeable`) is not parsed and gets DEFERs."""
+    clean = [
+        e.model_copy(update={"summary": clean_text(e.summary), "article": clean_text(e.article)})
+        for e in events
+    ]
+    why = [unjudgeable(e, ctx.budget) for e in clean]
+    readable = [e for e, w in zip(clean, why, strict=True) if w is None]
+    texts = list(dict.fromkeys(t for e in readable for t in (e.article, e.summary)))
+    parsed = dict(zip(texts, parse(texts), strict=True)) if texts else {}
     return [
         [
-            build_verdict(e, j, JUDGES[j](parsed[e.summary], parsed[e.article]), ctx)
+            deferred_verdict(e, j, w, ctx)
+            if w is not None
+            else build_verdict(e, j, JUDGES[j](parsed[e.summary], parsed[e.article]), ctx)
             for j in judges_for(e, override)
         ]
-        for e in events
+        for e, w in zip(clean, why, strict=True)
     ]
