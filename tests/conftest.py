@@ -51,8 +51,14 @@ def settings_factory(broker_url: str, tmp_path: Path) -> Callable[..., Settings]
 def worker_factory(tmp_path: Path) -> Iterator[Callable[..., WorkerProcess]]:
     started: list[WorkerProcess] = []
 
-    def start(settings: Settings, policy: Path | None = None) -> WorkerProcess:
-        worker = WorkerProcess(settings, tmp_path / f"worker-{len(started)}.log", policy)
+    def start(
+        settings: Settings,
+        policy: Path | None = None,
+        args: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
+    ) -> WorkerProcess:
+        log = tmp_path / f"worker-{len(started)}.log"
+        worker = WorkerProcess(settings, log, policy, args=args, env=env)
         started.append(worker)
         return worker
 

@@ -33,7 +33,8 @@ def test_every_topic_kind_has_an_entry_and_every_entry_a_page() -> None:
     for spec in KINDS:
         assert (ROOT / spec.doc).is_file(), spec.doc
         assert spec.scope is Scope.ANSWER or spec.tier is None, spec.name
-        assert spec.score is not None or spec.scope is Scope.SUMMARY, spec.name
+        offline = spec.scope is Scope.SUMMARY or spec.tier is Tier.JUDGE  # a judge asks an endpoint
+        assert spec.score is not None or offline, spec.name
 
 
 def test_the_readme_table_has_each_kind_with_its_default_threshold_and_page() -> None:
@@ -75,7 +76,9 @@ def test_faithfulness_is_also_emitted_for_summaries_by_the_summaries_agent() -> 
         "judge.judge_lock",
     ]
     assert [s.name for s in emitted_by("vf-answers-nlp")] == ["hallucination", "faithfulness"]
-    assert all(not s.also_emitted for s in KINDS if s is not faithfulness)
+    judged = spec_for("faithfulness_llm")  # the judge tier reviews both scopes
+    assert judged.also_emitted == ((Scope.SUMMARY, "vf-judge"),)
+    assert all(not s.also_emitted for s in KINDS if s not in (faithfulness, judged))
 
 
 def test_score_answers_emits_the_tiers_kinds_in_registry_order() -> None:

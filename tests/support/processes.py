@@ -49,8 +49,10 @@ class WorkerProcess:
         log_path: Path,
         policy: Path | None = None,
         args: Sequence[str] = (),
+        env: dict[str, str] | None = None,
     ) -> None:
-        """``args``: further ``verdictflow worker`` options, as a user would type them."""
+        """``args``: further ``verdictflow worker`` options, as a user would type them;
+        ``env``: further environment variables (a judge backend's)."""
         self.settings = settings
         self.log_path = log_path
         cmd = [sys.executable, "-m", "verdictflow", "worker"]
@@ -59,7 +61,10 @@ class WorkerProcess:
         cmd += list(args)
         with open(log_path, "ab") as log:
             self.proc = subprocess.Popen(
-                cmd, env=settings_env(settings), stdout=log, stderr=subprocess.STDOUT
+                cmd,
+                env={**settings_env(settings), **(env or {})},
+                stdout=log,
+                stderr=subprocess.STDOUT,
             )
 
     def log(self) -> str:

@@ -50,6 +50,9 @@ class Tier(StrEnum):
 
     LEXICAL = "lexical"
     NLP = "nlp"
+    #: The judge tier (issue 29): escalated verdicts reviewed by an LLM or a cross-encoder,
+    #: its own consumer group on ``internal.judge-requests``; only with a judge backend.
+    JUDGE = "judge"
 
 
 class Scope(StrEnum):
@@ -70,7 +73,11 @@ class Need(StrEnum):
 #: A DEFER's score in gate space: below every threshold in [0, 1], so a DEFER never passes.
 DEFER_SCORE = -1.0
 #: The Faust agent of each answers tier (and, so, its consumer group's agent).
-TIER_AGENTS: dict[Tier, str] = {Tier.LEXICAL: "vf-answers", Tier.NLP: "vf-answers-nlp"}
+TIER_AGENTS: dict[Tier, str] = {
+    Tier.LEXICAL: "vf-answers",
+    Tier.NLP: "vf-answers-nlp",
+    Tier.JUDGE: "vf-judge",
+}
 #: The Faust agent of ``summaries``: the judges, and faithfulness on summaries.
 SUMMARIES_AGENT = "vf-summaries"
 #: Which side of the threshold passes.
@@ -231,6 +238,18 @@ KINDS: tuple[KindSpec, ...] = (
         also_emitted=((Scope.SUMMARY, SUMMARIES_AGENT),),
     ),
     KindSpec(
+        "faithfulness_llm",
+        VerdictKind.FAITHFULNESS_LLM,
+        Scope.ANSWER,
+        TIER_AGENTS[Tier.JUDGE],
+        "higher",
+        1.0,
+        "docs/verdicts/faithfulness_llm.md",
+        tier=Tier.JUDGE,
+        # no offline scorer: it asks a judge endpoint (verdictflow/judge), a driver's job
+        also_emitted=((Scope.SUMMARY, TIER_AGENTS[Tier.JUDGE]),),
+    ),
+    KindSpec(
         "consistency",
         VerdictKind.CONSISTENCY,
         Scope.VARIANT_GROUP,
@@ -275,8 +294,14 @@ def spec_for(name: str) -> KindSpec:
 
 
 def answer_kinds(tier: Tier | None = None) -> tuple[KindSpec, ...]:
-    """The per-answer kinds one tier emits, in emission order; every tier's for ``None``."""
-    return tuple(s for s in KINDS if s.scope is Scope.ANSWER and (tier is None or s.tier is tier))
+    """The per-answer kinds one tier emits, in emission order; for ``None``, every kind the
+    answers tiers score (the lexical and NLP tiers': what ``eval answers`` scores; the judge
+    tier's kind asks an endpoint, and only for escalated verdicts)."""
+    if tier is None:
+        return tuple(
+            s for s in KINDS if s.scope is Scope.ANSWER and s.tier in (Tier.LEXICAL, Tier.NLP)
+        )
+    return tuple(s for s in KINDS if s.scope is Scope.ANSWER and s.tier is tier)
 
 
 def emitted_by(agent: str) -> tuple[KindSpec, ...]:

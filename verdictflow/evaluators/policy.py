@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import orjson
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from verdictflow.evaluators.judge_tier_policy import FaithfulnessLlmPolicy, JudgeTierPolicy
 from verdictflow.evaluators.tokenize import Tokenizer
 from verdictflow.exceptions import PolicyError
 from verdictflow.models.codec import summarize_validation_error
@@ -191,7 +192,14 @@ class CalibrationRecord(_Strict):
 
 
 #: Keys that decide which verdicts are emitted, not what a verdict says: outside the digest.
-EMISSION_SWITCHES: dict[str, set[str]] = {"faithfulness": {"summaries"}}
+#: ``judge_tier`` (what escalates, the budget) and ``faithfulness_llm`` (the judge verdict's
+#: threshold, which that verdict's own digest carries: verdictflow/evaluators/faithfulness_llm)
+#: are left out whole, so tuning the judge tier moves no cheap verdict's id.
+EMISSION_SWITCHES: dict[str, Any] = {
+    "faithfulness": {"summaries"},
+    "judge_tier": True,
+    "faithfulness_llm": True,
+}
 
 
 class Policy(_Strict):
@@ -209,6 +217,8 @@ class Policy(_Strict):
     judge: JudgePolicy = JudgePolicy()
     evidence: EvidencePolicy = EvidencePolicy()
     budget: BudgetPolicy = BudgetPolicy()
+    judge_tier: JudgeTierPolicy = JudgeTierPolicy()
+    faithfulness_llm: FaithfulnessLlmPolicy = FaithfulnessLlmPolicy()
     doc_quality: DocQualityPolicy = DocQualityPolicy()
     calibration: dict[str, CalibrationRecord] = {}
 

@@ -25,6 +25,7 @@ class VerdictKind(StrEnum):
     COMPLETENESS = "completeness"
     FAITHFULNESS = "faithfulness"
     JUDGE = "judge"
+    FAITHFULNESS_LLM = "faithfulness_llm"  # the judge tier's review of a faithfulness verdict
 
 
 class Decision(StrEnum):
@@ -58,6 +59,9 @@ class ReasonCode(StrEnum):
     WEAK_SUPPORT = "weak_support"  # faithfulness: the contexts back little of the answer
     TOO_LONG_FOR_NLP = "too_long_for_nlp"  # past the policy's per-record budget
     UNSUPPORTED_LANGUAGE = "unsupported_language"  # a script the pipelines cannot analyse
+    JUDGE_OUTPUT_INVALID = "judge_output_invalid"  # the judge's reply broke the contract twice
+    TOO_LONG_FOR_JUDGE = "too_long_for_judge"  # the prompt is over judge_tier.max_prompt_chars
+    JUDGE_REFUSED = "judge_refused"  # the judge endpoint refused this request (400, 413, 422)
 
 
 class Reason(BaseModel):

@@ -20,6 +20,7 @@ from verdictflow.exceptions import InvalidEvent
 from verdictflow.models.codec import decode, encode
 from verdictflow.models.events import AnswerEvent
 from verdictflow.pipelines import Output
+from verdictflow.pipelines.escalations import judge_requests
 from verdictflow.pipelines.groups import group_message
 from verdictflow.pipelines.isolation import score_isolating_failures
 from verdictflow.streams.records import Record, dead_letter
@@ -92,6 +93,8 @@ def score_answer_events(
     scored = score_answers(events, ctx, analyzer, tier)
     for (event, log_time), verdicts in zip(timed_events, scored, strict=True):
         outputs = [(verdict_topic(v.kind), v.input_id, encode(v)) for v in verdicts]
+        if tier is Tier.NLP:  # the judge tier reviews what the policy escalates
+            outputs += judge_requests(event, verdicts, ctx.policy.judge_tier, "answer")
         if tier is not Tier.NLP:
             if variant_groups.is_self_contained(event):
                 q2 = variant_groups.score_self_contained(event, ctx)

@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING
 
 from verdictflow.evaluators.judge.text import parse_all
 from verdictflow.evaluators.judge.verdicts import JudgeContext, Parser, score_batch
-from verdictflow.evaluators.summary_faithfulness import score_summaries
+from verdictflow.evaluators.summary_faithfulness import as_answer, score_summaries
 from verdictflow.exceptions import InvalidEvent
 from verdictflow.models.codec import decode, encode
 from verdictflow.models.events import SummaryEvent
 from verdictflow.models.verdicts import Verdict
 from verdictflow.pipelines import Output
+from verdictflow.pipelines.escalations import judge_requests
 from verdictflow.pipelines.isolation import score_isolating_failures
 from verdictflow.streams.records import Record, dead_letter
 from verdictflow.streams.topics import DEAD_LETTERS, verdict_topic
@@ -78,13 +79,16 @@ def judge_records(
             ],
             lambda item: f"{records[item[0]].where} (faithfulness)",
         )
-    for (i, _), verdicts, faith in zip(valid, judged, faithful, strict=True):
+    for (i, event), verdicts, faith in zip(valid, judged, faithful, strict=True):
         failed: list[str] = []
         for stage, result in (("", verdicts), ("faithfulness: ", faith)):
             if isinstance(result, InvalidEvent):
                 failed.append(stage + result.detail)
             else:
                 outputs[i] += [(verdict_topic(v.kind), v.input_id, encode(v)) for v in result]
+        if faithfulness is not None and not isinstance(faith, InvalidEvent):
+            policy = faithfulness.ctx.policy.judge_tier  # the judge tier reviews escalations
+            outputs[i] += judge_requests(as_answer(event), faith, policy, "summary")
         if failed:
             error = InvalidEvent("internal_error", "; ".join(failed)[:500])
             outputs[i].append(

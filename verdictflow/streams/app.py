@@ -20,7 +20,7 @@ from verdictflow.streams.kafka_security import faust_credentials
 from verdictflow.streams.otlp_export import OtlpExportService, OtlpOutbox
 from verdictflow.streams.outbox import FaustOutbox, Outbox, OutputProducer
 from verdictflow.streams.safe_commit import SafeCommitApp, SafeCommitConsumer
-from verdictflow.streams.settings import CpeshSettings, QualitySettings, Settings
+from verdictflow.streams.settings import CpeshSettings, JudgeSettings, QualitySettings, Settings
 from verdictflow.streams.source_progress import SourceProgress
 from verdictflow.streams.topic_plan import topic_plan
 from verdictflow.streams.topics import ALL_TOPICS, full_name
@@ -78,8 +78,8 @@ def declare_topics(app: faust.App, settings: Settings) -> dict[str, Any]:
 def tier_app_id(settings: Settings, tier: Tier) -> str:
     """The app id, hence consumer group, of a tier: the lexical tier keeps the worker's own
     (it holds the tables, the summaries and document-quality agents, as before tiers), the NLP
-    tier is ``<app id>-nlp``."""
-    return settings.app_id if tier is Tier.LEXICAL else f"{settings.app_id}-nlp"
+    tier is ``<app id>-nlp``, the judge tier ``<app id>-judge``."""
+    return settings.app_id if tier is Tier.LEXICAL else f"{settings.app_id}-{tier.value}"
 
 
 def create_app(
@@ -92,6 +92,7 @@ def create_app(
     guard_topics: bool = True,
     quality: QualitySettings | None = None,
     cpesh: CpeshSettings | None = None,
+    judge: JudgeSettings | None = None,
 ) -> faust.App:
     """Build one tier's app (one consumer group).
 
@@ -161,6 +162,8 @@ def create_app(
             quality or QualitySettings(),
             cpesh or CpeshSettings(),
         )
+    elif tier is Tier.JUDGE:
+        _register_judge(app, topics, new_outbox, settings, policy, judge, metrics)
     else:
         answers.register(app, topics, new_outbox, ctx, settings, scoring.analyzer, tier)
     if guard_topics:
@@ -175,16 +178,54 @@ def create_app(
     return app
 
 
+def _register_judge(
+    app: faust.App,
+    topics: Mapping[str, Any],
+    new_outbox: Callable[[], Outbox],
+    settings: Settings,
+    policy: Policy,
+    judge: JudgeSettings | None,
+    metrics: WorkerMetrics | None,
+) -> None:
+    from verdictflow.agents import doc_quality
+    from verdictflow.agents import judge as judge_agent
+    from verdictflow.evaluators.faithfulness_llm import JudgeContext
+    from verdictflow.judge.factory import make_client
+    from verdictflow.judge.metrics import JudgeMetrics
+
+    judge_metrics = JudgeMetrics(metrics.registry if metrics is not None else None)
+    client = make_client(judge or JudgeSettings(), policy.judge_tier, judge_metrics)
+    ctx = JudgeContext(client.backend.name, client.backend.model, policy.faithfulness_llm.threshold)
+    store = doc_quality.table_store(QualitySettings())
+    judge_agent.register(app, topics, new_outbox, settings, client, ctx, store)
+
+
 def create_apps(
-    settings: Settings, policy: Policy, metrics: WorkerMetrics | None = None
+    settings: Settings,
+    policy: Policy,
+    metrics: WorkerMetrics | None = None,
+    judge: JudgeSettings | None = None,
 ) -> list[faust.App]:
-    """The apps of ``settings.tier`` (``all``: lexical then NLP), sharing one scoring setup."""
-    tiers = [Tier.LEXICAL, Tier.NLP] if settings.tier == "all" else [Tier(settings.tier)]
+    """The apps of ``settings.tier`` (``all``: lexical, NLP, and the judge tier when a judge
+    backend is configured), sharing one scoring setup."""
+    judge = judge or JudgeSettings()
+    if settings.tier == "all":
+        tiers = [Tier.LEXICAL, Tier.NLP] + ([Tier.JUDGE] if judge.configured else [])
+    else:
+        tiers = [Tier(settings.tier)]
     scoring = load_scoring(policy, settings.idf_stats)
     if metrics is not None and Tier.NLP in tiers:
         metrics.watch_context_cache(scoring.analyzer.cache)
     return [
-        create_app(settings, policy, scoring=scoring, metrics=metrics, tier=t, guard_topics=i == 0)
+        create_app(
+            settings,
+            policy,
+            scoring=scoring,
+            metrics=metrics,
+            tier=t,
+            guard_topics=i == 0,
+            judge=judge,
+        )
         for i, t in enumerate(tiers)
     ]
 

@@ -41,10 +41,12 @@ class Settings(BaseSettings):
     max_event_bytes: Annotated[int, Field(ge=1024)] = 1_000_000
     batch_size: Annotated[int, Field(ge=1, le=10_000)] = 256
     batch_window_seconds: Annotated[float, Field(gt=0, le=10)] = 0.05
-    #: Which answer tiers this worker runs, each in its own consumer group: ``lexical``
+    #: Which tiers this worker runs, each in its own consumer group: ``lexical``
     #: (groundedness, relevance, completeness, consistency; plus summaries and document
-    #: quality), ``nlp`` (hallucination, spaCy), or ``all`` (both, in one process).
-    tier: Literal["lexical", "nlp", "all"] = "all"
+    #: quality), ``nlp`` (hallucination and faithfulness, spaCy), ``judge`` (the judge tier,
+    #: with a backend: JudgeSettings), or ``all`` (the first two, and the judge tier when a
+    #: backend is configured, in one process).
+    tier: Literal["lexical", "nlp", "judge", "all"] = "all"
     consistency_tick_seconds: Annotated[float, Field(gt=0, le=3600)] = 1.0
     consistency_forget_seconds: Annotated[float, Field(gt=0)] = 600.0
     #: When the answers agent has read everything the broker holds for a partition, that
@@ -199,3 +201,35 @@ class CpeshSettings(BaseSettings):
     llm_timeout_seconds: Annotated[float, Field(gt=0)] = 20.0
     llm_concurrency: Annotated[int, Field(ge=1, le=256)] = 4
     llm_retries: Annotated[int, Field(ge=0, le=10)] = 2
+
+
+class JudgeSettings(BaseSettings):
+    """The judge tier's backend (env prefix ``VERDICTFLOW_JUDGE_``; issue 29): an
+    OpenAI-compatible endpoint (``url``, ``model``, ``api_key``) or a local cross-encoder
+    directory (``model_dir``). What escalates and the budget are the policy's ``judge_tier``.
+    The API key is a secret: never logged, never in a verdict."""
+
+    model_config = SettingsConfigDict(env_prefix="VERDICTFLOW_JUDGE_", frozen=True, extra="ignore")
+
+    url: str | None = None
+    model: str | None = None
+    api_key: SecretStr | None = None
+    model_dir: str | None = None
+    timeout_seconds: Annotated[float, Field(gt=0, le=600)] = 60.0
+    max_attempts: Annotated[int, Field(ge=1, le=20)] = 5
+    breaker_failures: Annotated[int, Field(ge=1, le=1000)] = 5
+    breaker_reset_seconds: Annotated[float, Field(gt=0, le=3600)] = 30.0
+    #: Threads of the cross-encoder (one worker process; more workers for more throughput).
+    threads: Annotated[int, Field(ge=1, le=64)] = 1
+
+    @model_validator(mode="after")
+    def _one_backend(self) -> JudgeSettings:
+        if self.url and self.model_dir:
+            raise ValueError("give VERDICTFLOW_JUDGE_URL or VERDICTFLOW_JUDGE_MODEL_DIR, not both")
+        if self.url and not self.model:
+            raise ValueError("VERDICTFLOW_JUDGE_URL needs VERDICTFLOW_JUDGE_MODEL")
+        return self
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.url or self.model_dir)

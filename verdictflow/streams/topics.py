@@ -20,15 +20,19 @@ ALERTS = "alerts"
 CONSISTENCY_GROUPS = "internal.consistency-groups"
 #: Internal: graph edges re-keyed to each endpoint, and duplicate re-score requests (issue 5).
 DOC_QUALITY_INTERNAL = "internal.doc-quality"
+#: Internal: escalated verdicts with their text, for the judge tier, keyed by content hash.
+JUDGE_REQUESTS = "internal.judge-requests"
 
 #: Faust tables by base name (the changelog topic is ``<app_id>-<name>-v<layout>-changelog``,
 #: see :mod:`verdictflow.streams.durable_table`), each with the topics whose records write it.
 #: A table's state for a key lives in the partition of that key's records in these topics.
 CONSISTENCY_TABLE = "consistency-groups"
 DOC_QUALITY_TABLE = "doc-quality-features"
+JUDGE_CACHE_TABLE = "judge-cache"
 TABLE_SOURCES: dict[str, tuple[str, ...]] = {
     CONSISTENCY_TABLE: (CONSISTENCY_GROUPS,),
     DOC_QUALITY_TABLE: (DOCS, DOC_QUALITY_INTERNAL),
+    JUDGE_CACHE_TABLE: (JUDGE_REQUESTS,),
 }
 
 
@@ -46,6 +50,7 @@ ALL_TOPICS = (
     ALERTS,
     CONSISTENCY_GROUPS,
     DOC_QUALITY_INTERNAL,
+    JUDGE_REQUESTS,
 )
 
 

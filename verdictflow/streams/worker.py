@@ -16,7 +16,7 @@ from verdictflow.streams.admin import ensure_topics
 from verdictflow.streams.app import create_apps
 from verdictflow.streams.broker import wait_for_kafka
 from verdictflow.streams.kafka_security import aiokafka_security_kwargs
-from verdictflow.streams.settings import QualitySettings, Settings
+from verdictflow.streams.settings import JudgeSettings, QualitySettings, Settings
 from verdictflow.streams.table_migration import check_table_layout
 from verdictflow.streams.worker_metrics import WorkerMetrics
 
@@ -32,7 +32,11 @@ def run_worker(settings: Settings) -> None:
     :class:`~verdictflow.streams.table_migration.TableLayoutError` until it is migrated.
     """
     policy = load_policy(settings.policy)
-    if settings.tier != "nlp":  # the docs agent's embedder, too, fails before anything connects
+    if settings.tier == "judge" and not JudgeSettings().configured:
+        from verdictflow.judge.factory import make_backend
+
+        make_backend(JudgeSettings())  # raises JudgeNotConfiguredError: one line, exit 2
+    if settings.tier in ("lexical", "all"):  # the docs agent's embedder fails before connecting
         quality = QualitySettings()
         make_embedder(quality.embedder, quality.dim, quality.embed_model_dir)
     asyncio.run(_prepare(settings))

@@ -1,0 +1,132 @@
+"""A local OpenAI-compatible chat-completions server for the judge tier's tests: scripted,
+deterministic replies, latency, and failures (500, 429 with Retry-After) on a fixed pattern.
+
+The reply to a request is computed from its prompt, as a careful judge would answer on easy
+cases: each sentence of the answer is a claim, supported when the contexts contain it verbatim
+(case and final full stop aside), quoted as its own evidence. So the same prompt always gets the
+same reply, and a test knows which claims are supported.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+
+from verdictflow.dev_servers import free_port
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def scripted_reply(prompt: str) -> dict[str, Any]:
+    """The claims a careful judge gives on easy cases (see the module doc)."""
+    contexts = prompt.split("Contexts:\n", 1)[-1].split("\n\nAnswer:\n", 1)[0].lower()
+    answer = prompt.split("\n\nAnswer:\n", 1)[-1].strip()
+    claims = []
+    for sentence in (s for s in _SENTENCE.split(answer) if s.strip()):
+        core = sentence.strip().rstrip(".").lower()
+        supported = core in contexts
+        claims.append({"claim": sentence.strip(), "supported": supported,
+                       "evidence": sentence.strip().rstrip(".") if supported else ""})  # fmt: skip
+    return {"claims": claims}
+
+
+@dataclass
+class StandIn:
+    """What the server does and what it saw."""
+
+    #: One entry per request, cycling: "ok", "500", "429", "malformed".
+    pattern: Sequence[str] = ("ok",)
+    latency: float = 0.0
+    retry_after: float = 1.0
+    model: str = "standin-judge"
+    #: time.monotonic() of every request received, and its outcome.
+    seen: list[tuple[float, str]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def app(self) -> FastAPI:
+        app = FastAPI()
+
+        @app.post("/v1/chat/completions")
+        async def complete(request: Request) -> Response:
+            body = await request.json()
+            with self.lock:
+                outcome = self.pattern[len(self.seen) % len(self.pattern)]
+                self.seen.append((time.monotonic(), outcome))
+            if self.latency:
+                import asyncio
+
+                await asyncio.sleep(self.latency)
+            if outcome == "500":
+                return JSONResponse({"error": {"message": "scripted failure"}}, status_code=500)
+            if outcome == "429":
+                return JSONResponse(
+                    {"error": {"message": "slow down"}},
+                    status_code=429,
+                    headers={"retry-after": str(self.retry_after)},
+                )
+            prompt = "\n".join(m["content"] for m in body["messages"])
+            content = (
+                "this is not json"
+                if outcome == "malformed"
+                else orjson.dumps(scripted_reply(prompt)).decode()
+            )
+            return JSONResponse(
+                {
+                    "id": "chatcmpl-standin",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": body.get("model", self.model),
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": content},
+                            "finish_reason": "stop",
+                        }
+                    ],
+                    "usage": {
+                        "prompt_tokens": len(prompt) // 4,
+                        "completion_tokens": len(content) // 4,
+                        "total_tokens": len(prompt) // 4 + len(content) // 4,
+                    },
+                }
+            )
+
+        return app
+
+    def max_in_window(self, seconds: float = 60.0) -> int:
+        """The most requests any ``seconds``-long window held."""
+        times = sorted(t for t, _ in self.seen)
+        best, start = 0, 0
+        for end in range(len(times)):
+            while times[end] - times[start] >= seconds:
+                start += 1
+            best = max(best, end - start + 1)
+        return best
+
+
+@contextmanager
+def serve(standin: StandIn) -> Iterator[str]:
+    """Run ``standin`` on a free loopback port; yields its base URL (``.../v1``)."""
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(standin.app(), host="127.0.0.1", port=port, log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        server.should_exit = True
+        thread.join(10)

@@ -1,0 +1,173 @@
+"""The judge tier's agent (``vf-judge``, consumer group ``<app id>-judge``): escalated
+verdicts in, ``faithfulness_llm`` verdicts out.
+
+It reads ``internal.judge-requests`` (written by the NLP tier for answers and the summaries
+agent for summaries, when the policy escalates their faithfulness verdict; each request holds
+the reviewed verdict and the text, so nothing is joined here), keyed by the content's hash.
+Per batch, the requests are judged concurrently within the budget, FAILs first
+(:class:`~verdictflow.judge.client.JudgeClient`). Each judgement is written to the cache table
+``judge-cache`` (keyed by the same content hash, so co-partitioned with its requests) and its
+changelog write awaited *before* the verdict is sent: a request delivered again (a restarted
+worker, a replay) finds the judgement there and gives the same verdict, byte for byte, without
+asking the judge again. Offsets are committed after the verdicts are delivered
+(:mod:`verdictflow.streams.batch_agent`), so a worker killed mid-request asks again after its
+restart and emits the same verdict id.
+
+A request the budget skips gets no verdict (counted, logged). While the endpoint is failing
+through every attempt, the request waits and is asked again (``vf_judge_unavailable_total``):
+the partition's lag grows, nothing is lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import faust
+from pydantic import ValidationError
+
+from verdictflow.evaluators.escalation import Priority
+from verdictflow.evaluators.faithfulness_llm import JudgeContext, build_verdict
+from verdictflow.judge.budget import BudgetSkipped
+from verdictflow.judge.client import JudgeClient, JudgeUnavailable
+from verdictflow.models.codec import encode
+from verdictflow.models.judge import Judgement, JudgeRequest
+from verdictflow.models.verdicts import Verdict
+from verdictflow.streams.batch_agent import batch_agent
+from verdictflow.streams.durable_table import DurableWritesTable, durable_table, writes_for
+from verdictflow.streams.outbox import Outbox
+from verdictflow.streams.records import Record
+from verdictflow.streams.settings import Settings
+from verdictflow.streams.topics import JUDGE_CACHE_TABLE, JUDGE_REQUESTS, verdict_topic
+
+logger = logging.getLogger(__name__)
+
+AGENT = "vf-judge"
+#: Requests taken per batch at most (or the worker's ``batch_size`` when smaller): enough to
+#: keep ``max_concurrency`` requests in flight; a batch's offsets commit when all are sent.
+BATCH_SIZE = 32
+#: Pause before asking again an endpoint that failed through every attempt.
+UNAVAILABLE_PAUSE = 5.0
+
+
+class JudgeProcessor:
+    """The agent's logic over the cache table and a client."""
+
+    def __init__(self, table: Any, client: JudgeClient, ctx: JudgeContext) -> None:
+        self.table = table
+        self.client = client
+        self.ctx = ctx
+
+    def _cached(self, key: str) -> Judgement | None:
+        raw = self.table.get(key)
+        if raw is None:
+            return None
+        try:
+            judgement = Judgement.model_validate(raw)
+        except ValidationError:
+            return None
+        backend = self.client.backend
+        same_judge = (judgement.backend, judgement.model, judgement.prompt_version) == (
+            backend.name,
+            backend.model,
+            backend.prompt_version,
+        )
+        return judgement if same_judge else None
+
+    async def verdict(self, event: Any, key: str, request: JudgeRequest) -> Verdict | None:
+        """The request's verdict (None when the budget skipped it)."""
+        with writes_for(event):
+            cached = self._cached(key)
+        if cached is not None:
+            self.client.metrics.cache_hits.inc()
+            return build_verdict(request, self.ctx, cached)
+        priority = Priority[request.priority.upper()]
+        while True:
+            try:
+                outcome = await self.client.judge(request, priority)
+                break
+            except BudgetSkipped as exc:
+                self.client.metrics.skipped.labels(exc.reason, priority.label).inc()
+                logger.warning(
+                    "not judged (%s): %s verdict %s of %s: %s", exc.reason, priority.label,
+                    request.reviews.verdict_id, request.event.id, exc.detail,
+                )  # fmt: skip
+                return None
+            except JudgeUnavailable as exc:
+                self.client.metrics.unavailable.inc()
+                logger.warning(
+                    "judge endpoint unavailable (%s); asking again in %.0f s",
+                    exc, UNAVAILABLE_PAUSE,
+                )  # fmt: skip
+                await asyncio.sleep(UNAVAILABLE_PAUSE)
+        if isinstance(outcome, tuple):
+            return build_verdict(request, self.ctx, None, outcome)
+        with writes_for(event):
+            self.table[key] = outcome.model_dump(mode="json")
+        return build_verdict(request, self.ctx, outcome)
+
+    async def handle(
+        self, events: Sequence[Any], records: Sequence[Record], outbox: Outbox
+    ) -> None:
+        items = []
+        for event, record in zip(events, records, strict=True):
+            try:
+                request = JudgeRequest.model_validate_json(record.value or b"")
+            except ValidationError as exc:  # our own topic: a bug, not input; skip loudly
+                logger.error("unusable judge request at %s skipped: %s", record.where, exc)
+                continue
+            key = (record.key or b"").decode("utf-8", "replace")
+            items.append((event, record, key, request))
+        # FAILs first: they ask the budget first; gather keeps the order for sending
+        items.sort(key=lambda item: Priority[item[3].priority.upper()])
+        verdicts = await asyncio.gather(*(self.verdict(e, k, r) for e, _, k, r in items))
+        await self.table.flush_writes()  # the judgements are durable before their verdicts go
+        for (_, record, _, _), verdict in zip(items, verdicts, strict=True):
+            if verdict is not None:
+                headers = {"vf-source": record.where.encode()}
+                await outbox.send(
+                    verdict_topic(verdict.kind), verdict.input_id, encode(verdict), headers
+                )
+
+
+def register(
+    app: faust.App,
+    topics: Mapping[str, Any],
+    new_outbox: Callable[[], Outbox],
+    settings: Settings,
+    client: JudgeClient,
+    ctx: JudgeContext,
+    store: str,
+) -> JudgeProcessor:
+    """Declare the cache table and the judge agent on ``app``."""
+    table: DurableWritesTable = durable_table(
+        app, JUDGE_CACHE_TABLE, key_type=str, partitions=settings.partitions, store=store
+    )
+    proc = JudgeProcessor(table, client, ctx)
+    outbox = new_outbox()
+
+    async def handle(events: Sequence[Any], records: Sequence[Record]) -> None:
+        await proc.handle(events, records, outbox)
+
+    batch_agent(
+        app,
+        topics[JUDGE_REQUESTS],
+        name=AGENT,
+        settings=settings,
+        outbox=outbox,
+        handle=handle,
+        batch_size=min(BATCH_SIZE, settings.batch_size),
+    )
+
+    @app.task  # type: ignore[untyped-decorator]
+    async def judge_started() -> None:
+        backend = client.backend
+        logger.info(
+            "judge tier: %s %s, budget %d requests/min, %d tokens/min, %d in flight",
+            backend.name, backend.model, client.policy.budget.requests_per_minute,
+            client.policy.budget.tokens_per_minute, client.policy.budget.max_concurrency,
+        )  # fmt: skip
+
+    return proc

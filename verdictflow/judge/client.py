@@ -1,0 +1,208 @@
+"""Asking the judge, with what an external call needs: the budget, retries with backoff and
+jitter (``tenacity``) that honour ``Retry-After``, a circuit breaker (``aiobreaker``), one more
+request after a malformed reply, and metrics.
+
+Outcomes, for one request:
+
+- a :class:`~verdictflow.models.judge.Judgement` (the reply as received, with its token counts
+  and attempts), from which the verdict is built: PASS, FAIL, or DEFER ``judge_output_invalid``
+  when the reply broke the contract twice;
+- a deferral without asking: the prompt is longer than ``max_prompt_chars``
+  (``too_long_for_judge``), or the endpoint refused this request itself (400, 413, 422:
+  ``judge_refused``);
+- :class:`~verdictflow.judge.budget.BudgetSkipped`: not judged for budget; the caller counts it
+  and emits nothing;
+- :class:`JudgeUnavailable`: the endpoint kept failing (5xx, 429, timeouts, connection errors,
+  a misconfiguration: 401, 403, 404) through every attempt, or the breaker is open; the caller
+  waits and asks again, so nothing is lost while the endpoint is down.
+
+Every attempt, retries included, passes the budget first; the breaker is checked before the
+budget, so an open breaker spends nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from datetime import timedelta
+from typing import Any
+
+from aiobreaker import CircuitBreaker, CircuitBreakerError, CircuitBreakerState
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+
+from verdictflow.evaluators import faithfulness_llm as contract
+from verdictflow.evaluators.escalation import Priority
+from verdictflow.evaluators.judge_tier_policy import JudgeTierPolicy
+from verdictflow.judge.backends import Backend, Reply
+from verdictflow.judge.budget import Budget, estimate_tokens
+from verdictflow.judge.metrics import JudgeMetrics
+from verdictflow.models.judge import Judgement, JudgeRequest
+from verdictflow.models.verdicts import ReasonCode
+
+logger = logging.getLogger(__name__)
+
+#: Status codes that say this request, not the endpoint, is the problem: DEFER, do not retry.
+REFUSED = frozenset({400, 413, 422})
+#: The longest Retry-After honoured; a longer one waits this and tries again.
+MAX_RETRY_AFTER = 120.0
+
+
+class JudgeUnavailable(Exception):  # noqa: N818 - names the state, as BudgetSkipped does
+    """The endpoint did not answer usefully through every attempt."""
+
+
+class _BreakerOpen(Exception):  # noqa: N818
+    pass
+
+
+Deferral = tuple[ReasonCode, str]
+
+
+class JudgeClient:
+    """One backend, one budget, one breaker, for one worker."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        policy: JudgeTierPolicy,
+        *,
+        budget: Budget | None = None,
+        max_attempts: int = 5,
+        breaker_failures: int = 5,
+        breaker_reset_seconds: float = 30.0,
+        metrics: JudgeMetrics | None = None,
+    ) -> None:
+        self.backend = backend
+        self.policy = policy
+        self.budget = budget or Budget(policy.budget)
+        self.max_attempts = max_attempts
+        self.breaker = CircuitBreaker(
+            fail_max=breaker_failures, timeout_duration=timedelta(seconds=breaker_reset_seconds)
+        )
+        self.breaker_reset_seconds = breaker_reset_seconds
+        self.metrics = metrics or JudgeMetrics()
+
+    async def judge(self, request: JudgeRequest, priority: Priority) -> Judgement | Deferral:
+        """See the module doc."""
+        event = request.event
+        chars = contract.prompt_chars(event)
+        if chars > self.policy.max_prompt_chars:
+            return (
+                ReasonCode.TOO_LONG_FOR_JUDGE,
+                f"prompt of {chars:,} characters > judge_tier.max_prompt_chars "
+                f"{self.policy.max_prompt_chars:,}",
+            )
+        tokens = estimate_tokens(chars, self.policy.max_completion_tokens)
+        labels = self.metrics.labels(event.model, event.tenant)
+        first = await self._ask(request, priority, tokens, labels)
+        if isinstance(first[0], ReasonCode):
+            return first  # type: ignore[return-value]
+        reply, attempts = first
+        invalid = None
+        try:
+            contract.parse_response(reply.content)
+        except contract.InvalidResponse as exc:
+            self.metrics.invalid.labels(self.backend.model).inc()
+            logger.warning("judge reply for %s broke the contract (%s); asking once more",
+                           event.id, exc)  # fmt: skip
+            second = await self._ask(request, priority, tokens, labels)
+            if isinstance(second[0], ReasonCode):
+                return second  # type: ignore[return-value]
+            invalid, reply, more = reply.content, second[0], second[1]
+            attempts += int(more)
+        return Judgement(
+            backend=self.backend.name,
+            model=self.backend.model,
+            prompt_version=self.backend.prompt_version,
+            content=reply.content,
+            first_invalid=invalid,
+            prompt_tokens=reply.prompt_tokens,
+            completion_tokens=reply.completion_tokens,
+            attempts=attempts,
+        )
+
+    async def _ask(
+        self, request: JudgeRequest, priority: Priority, tokens: int, labels: tuple[str, str]
+    ) -> tuple[Reply, int] | Deferral:
+        attempts = 0
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.max_attempts),
+            wait=self._wait,
+            retry=retry_if_exception(_transient),
+            reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    if self.breaker.current_state == CircuitBreakerState.OPEN:
+                        raise _BreakerOpen
+                    await self.budget.acquire(priority, tokens)
+                    attempts += 1
+                    self.metrics.budget_spent(self.budget.spend)
+                    async with self.budget.in_flight():
+                        reply = await self.breaker.call_async(
+                            self.backend.ask, request.event, self.policy.max_completion_tokens
+                        )
+                    self.metrics.answered(self.backend.model, labels, reply, tokens)
+                    return reply, attempts
+        except Exception as exc:
+            status = _status(exc)
+            if status in REFUSED:
+                self.metrics.requests.labels(self.backend.model, *labels, str(status)).inc()
+                detail = f"the judge endpoint answered {status}: {exc}"[:300]
+                return ReasonCode.JUDGE_REFUSED, detail
+            if _transient(exc) or status in (401, 403, 404) or isinstance(exc, CircuitBreakerError):
+                raise JudgeUnavailable(f"{type(exc).__name__}: {exc}"[:300]) from exc
+            raise
+        raise JudgeUnavailable("no attempt was made")  # pragma: no cover - tenacity tries once
+
+    def _wait(self, state: RetryCallState) -> float:
+        """Retry-After when the server gave one, else exponential backoff with full jitter;
+        while the breaker is open, until it half-opens."""
+        exc = state.outcome.exception() if state.outcome is not None else None
+        self.metrics.retries.labels(type(exc).__name__ if exc else "none").inc()
+        if isinstance(exc, _BreakerOpen | CircuitBreakerError):
+            return self.breaker_reset_seconds
+        after = _retry_after(exc)
+        if after is not None:
+            return min(after, MAX_RETRY_AFTER)
+        ceiling = min(20.0, 0.5 * 2 ** (state.attempt_number - 1))
+        return random.uniform(0, ceiling)  # jitter, not a secret
+
+    async def close(self) -> None:
+        await self.backend.close()
+
+
+def _status(exc: BaseException) -> int | None:
+    status = getattr(exc, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def _transient(exc: BaseException) -> bool:
+    """Worth another attempt: 429, 5xx, timeouts, connection errors, an open breaker."""
+    import openai
+
+    if isinstance(exc, _BreakerOpen | CircuitBreakerError):
+        return True
+    if isinstance(exc, openai.APITimeoutError | openai.APIConnectionError):
+        return True
+    status = _status(exc)
+    return status is not None and (status == 429 or status >= 500)
+
+
+def _retry_after(exc: BaseException | None) -> float | None:
+    response: Any = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    value = headers.get("retry-after-ms")
+    if value is not None:
+        try:
+            return float(value) / 1000.0
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None

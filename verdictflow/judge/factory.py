@@ -1,0 +1,40 @@
+"""The judge backend and client a worker's settings ask for (one place reads both)."""
+
+from __future__ import annotations
+
+from verdictflow.evaluators.judge_tier_policy import JudgeTierPolicy
+from verdictflow.exceptions import VerdictflowError
+from verdictflow.judge.backends import Backend, CrossEncoderBackend, OpenAIBackend
+from verdictflow.judge.client import JudgeClient
+from verdictflow.judge.metrics import JudgeMetrics
+from verdictflow.streams.settings import JudgeSettings
+
+
+class JudgeNotConfiguredError(VerdictflowError):
+    """The judge tier was asked for without a backend."""
+
+
+def make_backend(settings: JudgeSettings) -> Backend:
+    if settings.url:
+        assert settings.model is not None  # JudgeSettings checks it
+        key = settings.api_key.get_secret_value() if settings.api_key is not None else ""
+        return OpenAIBackend(settings.url, settings.model, key, settings.timeout_seconds)
+    if settings.model_dir:
+        return CrossEncoderBackend(settings.model_dir, settings.threads)
+    raise JudgeNotConfiguredError(
+        "the judge tier needs a backend: VERDICTFLOW_JUDGE_URL and VERDICTFLOW_JUDGE_MODEL (an "
+        "OpenAI-compatible endpoint) or VERDICTFLOW_JUDGE_MODEL_DIR (a local cross-encoder)"
+    )
+
+
+def make_client(
+    settings: JudgeSettings, policy: JudgeTierPolicy, metrics: JudgeMetrics | None = None
+) -> JudgeClient:
+    return JudgeClient(
+        make_backend(settings),
+        policy,
+        max_attempts=settings.max_attempts,
+        breaker_failures=settings.breaker_failures,
+        breaker_reset_seconds=settings.breaker_reset_seconds,
+        metrics=metrics,
+    )
