@@ -63,7 +63,7 @@ def combined(
 
 def chosen(scores: Vector, threshold: float, share: float, how: str, seed: int = 0) -> Mask:
     n = len(scores)
-    k = int(round(share * n))
+    k = round(share * n)
     mask = np.zeros(n, dtype=bool)
     if k == 0:
         return mask
@@ -77,10 +77,13 @@ def chosen(scores: Vector, threshold: float, share: float, how: str, seed: int =
     return mask
 
 
-def table(name: str, scores: Vector, positive: Mask, threshold: float, shares: Sequence[float]) -> list[str]:
+def table(
+    name: str, scores: Vector, positive: Mask, threshold: float, shares: Sequence[float]
+) -> list[str]:
     base_acc = 100 * balanced_accuracy(scores, positive, threshold)
     base_auc = float(roc_auc_score(positive, scores))
-    rows = [f"| {name} | {len(scores)} | {100 * positive.mean():.0f} % | {base_acc:.1f} / {base_auc:.3f} |"]
+    share = 100 * positive.mean()
+    rows = [f"| {name} | {len(scores)} | {share:.0f} % | {base_acc:.1f} / {base_auc:.3f} |"]
     for share in shares:
         cells = []
         for how in ("band", "lowest"):
@@ -100,9 +103,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--shares", type=float, nargs="+", default=[0.05, 0.10, 0.20])
     args = parser.parse_args()
-    print(
-        f"machine: {platform.node()} | {os.cpu_count()} cores | load {os.getloadavg()[0]:.2f}"
-    )
+    print(f"machine: {platform.node()} | {os.cpu_count()} cores | load {os.getloadavg()[0]:.2f}")
     threshold = load_model(Policy().faithfulness.model).threshold
     sets = featurise(load_sets(args.data, tuple(LOADERS)), load_scoring(Policy(), None))
     by_name = {s.labelled.name: s for s in sets}
@@ -113,9 +114,7 @@ def main() -> None:
         scores[np.asarray(item.deferred)] = 0.0  # a DEFER never passes
         return scores
 
-    head = " | ".join(
-        f"{int(100 * q)} %: band | lowest | random" for q in args.shares
-    )
+    head = " | ".join(f"{int(100 * q)} %: band | lowest | random" for q in args.shares)
     print(f"\nthreshold {threshold:.2f}; cells: balanced accuracy % / ROC-AUC")
     print(f"| set | rows | faithful | cheap tier | {head} |")
     print("|---|---:|---:|---|" + "---|---|---|" * len(args.shares))

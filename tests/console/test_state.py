@@ -214,3 +214,38 @@ def test_score_bins_and_window_validation() -> None:
     counts.add(("g", "m", "t"), "FAIL", None, T0 - 5)  # a clock step back: newest bucket
     window, totals, _ = counts.figures(10, T0)
     assert window["g"].counts[:3] == [1, 1, 0] == totals["g"].counts[:3]
+
+
+def test_a_judge_verdict_marks_its_unsupported_claim_and_counts_its_spend() -> None:
+    from verdictflow.evaluators.faithfulness_llm import JudgeContext, build_verdict
+    from verdictflow.models.events import AnswerEvent
+    from verdictflow.models.judge import Judgement, JudgeRequest, ReviewedVerdict
+    from verdictflow.models.verdicts import Decision, VerdictKind
+
+    answer = "Acme bought Globex. Globex is older than Acme."
+    event = AnswerEvent(id="j1", answer=answer, contexts=["Acme bought Globex in 2019."])
+    content = orjson.dumps({"claims": [
+        {"claim": "Acme bought Globex.", "supported": True, "evidence": "Acme bought Globex"},
+        {"claim": "Globex is older than Acme.", "supported": False, "evidence": ""},
+    ]}).decode()  # fmt: skip
+    request = JudgeRequest(
+        scope="answer", priority="fail", event=event,
+        reviews=ReviewedVerdict(verdict_id="v", kind=VerdictKind.FAITHFULNESS, score=0.2,
+                                decision=Decision.FAIL, threshold=0.4, config_digest="d"),
+    )  # fmt: skip
+    judgement = Judgement(backend="openai", model="m", prompt_version="p", content=content,
+                          prompt_tokens=120, completion_tokens=30)  # fmt: skip
+    verdict = build_verdict(request, JudgeContext("openai", "m", 0.8), judgement)
+    state = ConsoleState("vf.")
+    state.judge_budget = {"tokens_per_minute": 1000}
+    state.ingest("vf.answers", orjson.dumps(event.model_dump(mode="json")), T0)
+    state.ingest("vf.verdicts.faithfulness_llm", encode(verdict), T0 + 1)
+    state.tick(T0 + 5)
+    (item,) = state.failures_since(0, "*", "*", 10, kind="faithfulness_llm")
+    marks = {(m["text"], m["status"]) for m in item["marks"]}
+    assert ("Globex is older than Acme.", "unsupported") in marks
+    assert ("Acme bought Globex.", "supported") in marks
+    judge = state.stats(300, "*", "*", T0 + 5)["judge"]
+    assert judge["verdicts"] == {"fail": 1}
+    assert judge["tokens_last_minute"] == 150
+    assert judge["budget"] == {"tokens_per_minute": 1000}

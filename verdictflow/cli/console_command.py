@@ -9,6 +9,7 @@ import typer
 from verdictflow.cli.options import (
     BrokerOpt,
     InsecureOpt,
+    PolicyOpt,
     PrefixOpt,
     build_settings,
     err,
@@ -36,6 +37,7 @@ def console(
             "to this OTLP/HTTP endpoint (e.g. http://127.0.0.1:4318)"
         ),
     ] = None,
+    policy: PolicyOpt = None,
     insecure: InsecureOpt = False,
     log_level: Annotated[str, typer.Option(help="debug, info, warning")] = "info",
 ) -> None:
@@ -63,12 +65,18 @@ def console(
         from verdictflow.monitoring.otlp import VerdictOtlpExporter
 
         exporter = VerdictOtlpExporter(otlp_endpoint, service_name="verdictflow-console")
+    budget = None
+    if policy is not None:
+        from verdictflow.evaluators.policy import load_policy
+
+        budget = load_policy(policy).judge_tier.budget.model_dump()
     options = ConsoleOptions(
         from_beginning=from_beginning,
         api_url=api_url,
         api_token=settings.api_token.get_secret_value() or None if settings.api_token else None,
         token=settings.console_secret,
         on_verdict=exporter.export if exporter is not None else None,
+        judge_budget=budget,
     )
     app = create_console_app(settings, options)
     sock = socket.socket()

@@ -70,6 +70,8 @@ class ConsoleOptions:
     limits: ConsoleLimits = field(default_factory=ConsoleLimits)
     #: Called with each new verdict: the OpenTelemetry export when ``--otlp-endpoint`` is given.
     on_verdict: Callable[[Any], None] | None = None
+    #: The judge tier's budget (``--policy``), which the page compares the judge's spend with.
+    judge_budget: dict[str, Any] | None = None
 
 
 def _error(status: int, code: str, detail: str) -> JSONResponse:
@@ -142,6 +144,7 @@ def create_console_app(
     opts = options or ConsoleOptions()
     console = state or ConsoleState(settings.topic_prefix, opts.limits)
     console.on_verdict = opts.on_verdict
+    console.judge_budget = opts.judge_budget
     follower = Follower(settings, console, from_beginning=opts.from_beginning)
 
     @contextlib.asynccontextmanager

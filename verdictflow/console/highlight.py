@@ -1,12 +1,14 @@
 """Which spans of an answer a verdict's evidence marks, and the answer cut along them.
 
-Pure functions over a verdict as JSON. Two kinds carry character offsets into the answer:
+Pure functions over a verdict as JSON. Three kinds carry character offsets into the answer:
 
 - **hallucination**: ``evidence.anchors`` (entities, numbers, dates, times, terms, claims),
   each ``supported``, ``partial`` or ``unsupported``, a supported one with the context excerpt
   that supports it;
 - **faithfulness**: ``evidence.findings``, each a span and the signal it counted against the
-  answer (``fabricated_facts``, ``novel_propn``, ``misplaced_names``, ...).
+  answer (``fabricated_facts``, ``novel_propn``, ``misplaced_names``, ...);
+- **faithfulness_llm** (the judge tier): ``evidence.claims``, each claim found verbatim in the
+  answer, supported or not, with the judge's quote.
 
 Offsets are Python string indices (code points). The page cannot slice by them (JavaScript
 indexes UTF-16 units), so the answer is cut here, into segments that each know which marks
@@ -37,7 +39,7 @@ class Mark:
     end: int
     text: str
     status: Status
-    source: str  # "hallucination" or "faithfulness"
+    source: str  # "hallucination", "faithfulness" or "judge"
     label: str  # "entity PERSON", "claim SVO", "novel_propn", ...
     note: str  # why, in words
     clause: bool  # spans a clause (drawn as an underline)
@@ -118,6 +120,37 @@ def _finding_marks(findings: Sequence[Any]) -> list[Mark]:
     return marks
 
 
+def _claim_marks(claims: Sequence[Any]) -> list[Mark]:
+    """The judge's claims that are verbatim in the answer (``faithfulness_llm``), underlined:
+    a claim spans a clause."""
+    marks = []
+    for c in claims:
+        if not isinstance(c, Mapping):
+            continue
+        start, end = _int(c.get("start")), _int(c.get("end"))
+        if start is None or end is None:
+            continue
+        supported = c.get("supported") is True
+        quote = str(c.get("evidence") or "")
+        marks.append(
+            Mark(
+                start=start,
+                end=end,
+                text=str(c.get("text", "")),
+                status="supported" if supported else "unsupported",
+                source="judge",
+                label="claim",
+                note=(f"the judge quotes: {quote!r}" if quote else "")
+                if supported
+                else "the judge found it unsupported"
+                + (f"; the contexts say: {quote!r}" if quote else ""),
+                clause=True,
+                context=None,
+            )
+        )
+    return marks
+
+
 def verdict_marks(verdict: Mapping[str, Any]) -> list[Mark]:
     """The marks a verdict's evidence carries, in answer order (longer spans first on ties)."""
     evidence = verdict.get("evidence")
@@ -130,6 +163,9 @@ def verdict_marks(verdict: Mapping[str, Any]) -> list[Mark]:
     findings = evidence.get("findings")
     if isinstance(findings, list):
         marks += _finding_marks(findings)
+    claims = evidence.get("claims")
+    if isinstance(claims, list):
+        marks += _claim_marks(claims)
     return sorted(marks, key=lambda m: (m.start, -m.end, m.source, m.label))
 
 

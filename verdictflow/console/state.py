@@ -138,6 +138,13 @@ class ConsoleState:
         self.quality_docs_capped = False
         self.quality_last: float | None = None
         self.quality_seconds: deque[tuple[int, int]] = deque()
+        #: The judge tier's spend as its verdicts report it: (arrival second, tokens) within
+        #: the longest window, and totals since start (tokens, verdicts by priority).
+        self.judge_seconds: deque[tuple[int, int]] = deque()
+        self.judge_tokens = 0
+        self.judge_priorities: Counter[str] = Counter()
+        #: The budget the page compares the spend with (``console --policy``), or None.
+        self.judge_budget: Mapping[str, Any] | None = None
         self.lag: dict[str, int] = {}
         #: Called with each new verdict (after deduplication), e.g. the OpenTelemetry export.
         self.on_verdict: Callable[[Mapping[str, Any]], None] | None = None
@@ -191,6 +198,8 @@ class ConsoleState:
         if self.on_verdict is not None:
             self.on_verdict(v)
         series = self._series(series_name(kind, v.get("judge")))
+        if kind == "faithfulness_llm":
+            self._judge_spend(v, now)
         raw_score = v.get("score")
         score = (
             float(raw_score)
@@ -225,6 +234,24 @@ class ConsoleState:
             _, early, early_marks = self._held.popleft()
             self._attach_text(early, early_marks, self._texts.get(early["input_id"]))
             self.failures.publish(early)
+
+    def _judge_spend(self, v: Mapping[str, Any], now: float) -> None:
+        found = v.get("evidence")
+        evidence: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+        found = evidence.get("usage")
+        usage: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+        counts = [usage.get("prompt_tokens"), usage.get("completion_tokens")]
+        tokens = sum(n for n in counts if isinstance(n, int) and not isinstance(n, bool) and n > 0)
+        priority = evidence.get("priority")
+        self.judge_priorities[priority if priority in ("fail", "band", "sample") else "?"] += 1
+        self.judge_tokens += tokens
+        second = int(now)
+        if self.judge_seconds and self.judge_seconds[-1][0] == second:
+            self.judge_seconds[-1] = (second, self.judge_seconds[-1][1] + tokens)
+        else:
+            self.judge_seconds.append((second, tokens))
+        while self.judge_seconds and self.judge_seconds[0][0] <= second - self.limits.max_window:
+            self.judge_seconds.popleft()
 
     def _dead_letter(self, d: dict[str, Any], now: float) -> None:
         code = self._codes(d.get("error_code") or "unknown")
@@ -342,6 +369,13 @@ class ConsoleState:
                 "texts_bytes": self._texts.bytes,
                 "evidence": len(self._evidence),
                 "evidence_bytes": self._evidence.bytes,
+            },
+            "judge": {
+                "verdicts": dict(self.judge_priorities),
+                "tokens_total": self.judge_tokens,
+                "tokens_last_minute": sum(n for t, n in self.judge_seconds if t > int(now) - 60),
+                "tokens_in_window": sum(n for t, n in self.judge_seconds if t > int(now) - window),
+                "budget": dict(self.judge_budget) if self.judge_budget is not None else None,
             },
             "quality": {
                 "rows": self.records.get(DOC_QUALITY, 0),

@@ -240,6 +240,7 @@ def _claims_evidence(claims: Sequence[Claim], event: AnswerEvent) -> dict[str, A
         in_answer = _find(c.claim, [event.answer])
         if in_answer is not None:
             record["start"], record["end"] = in_answer[1], in_answer[2]
+            record["text"] = event.answer[in_answer[1] : in_answer[2]][:500]
         out.append(record)
     return {
         "claims": out,

@@ -108,6 +108,20 @@ function drawHeader(stats) {
   const read = Object.values(stats.records).reduce((a, b) => a + b, 0);
   const lag = Object.values(stats.lag).reduce((a, b) => a + b, 0);
   $("ingest").textContent = `${read} records read · lag ${lag} · ${stats.duplicates} duplicates`;
+  drawJudge(stats.judge);
+}
+
+// The judge tier: what escalated (by priority) and its spend against the budget.
+function drawJudge(judge) {
+  const box = $("judge");
+  if (!judge) return;
+  const verdicts = Object.values(judge.verdicts).reduce((a, b) => a + b, 0);
+  if (!verdicts) { box.textContent = ""; return; }
+  const by = Object.entries(judge.verdicts).map(([p, n]) => `${n} ${p}`).join(", ");
+  let text = `judge: ${verdicts} reviews (${by}) · ${judge.tokens_last_minute} tokens in the last minute`;
+  if (judge.budget) text += ` of ${judge.budget.tokens_per_minute}/min budget`;
+  text += ` · ${judge.tokens_total} since start`;
+  box.textContent = text;
 }
 
 // ---- failures ---------------------------------------------------------------------------
