@@ -1,113 +1,136 @@
-"""Summaries judged per second per worker process, for each judge, on SummEval traffic.
+"""The judge client's throughput and budget adherence against a local OpenAI-compatible
+stand-in (scripted replies, fixed latency, failures on a pattern), next to the raw ``openai``
+client asking the same stand-in the same prompts with the same concurrency in the same run.
 
-Measures, on the same N SummEval (article, summary) pairs, in one process (= one worker):
-- the reference: spaCy's raw ``nlp.pipe`` over the texts a batch parses (distinct articles and
-  summaries, as the agent does), nothing else;
-- each judge (twin_lock, judge_lock, both) through :func:`judge_records`, the agent's own batch
-  function: decode, parse, judge, encode verdicts. Broker I/O is excluded (the answers
-  benchmark covers it; at ~5,000 records/s it is not the bottleneck here);
-- both judges plus faithfulness (policy ``faithfulness.summaries``, the agent's default), with
-  a new analyzer per run: every article is indexed afresh, as for articles not seen before.
-Prints summaries/s, ms per summary, the ratio to the raw ``nlp.pipe`` rate, and the machine.
+Reported: requests/s and answers/s through ``JudgeClient`` (budget, retries with Retry-After,
+breaker, contract parsing) and through the raw client (no budget, no retries: failed requests
+are simply failures), the ideal ``concurrency / latency``, and the most requests the stand-in
+saw in any window of the budget (which must not exceed it). No language model runs here: the
+figures are the plumbing's, not a judge's.
 
-    python bench/judge_throughput.py [--n 640] [--repeat 3]
+    python bench/judge_throughput.py [--answers 200] [--latency 0.2] [--concurrency 4]
+                                     [--rpm 600] [--fail-every 10]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import asyncio
 import os
-import platform
-import statistics
+import sys
 import time
 from pathlib import Path
 
-import orjson
+from answers_throughput import machine
 
-from verdictflow.agents.summaries import summary_analyzer
-from verdictflow.evaluators.judge.verdicts import JudgeConfig, JudgeContext
-from verdictflow.evaluators.policy import Policy
-from verdictflow.nlp import load_pipeline
-from verdictflow.pipelines.summaries import MAX_BATCH, judge_records, spacy_parser
-from verdictflow.scoring_setup import Scoring, load_scoring
-from verdictflow.streams.records import Record
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.openai_standin import StandIn, serve
+from verdictflow.evaluators import faithfulness_llm as contract
+from verdictflow.evaluators.escalation import Priority
+from verdictflow.evaluators.judge_tier_policy import JudgeBudget, JudgeTierPolicy
+from verdictflow.judge.backends import OpenAIBackend
+from verdictflow.judge.client import JudgeClient
+from verdictflow.models.events import AnswerEvent
+from verdictflow.models.judge import JudgeRequest, ReviewedVerdict
+from verdictflow.models.verdicts import Decision, VerdictKind
+
+CONTEXT = "Acme Corp acquired Globex in 2019. The Nile is longer than the Amazon."
+
+
+def requests(n: int) -> list[JudgeRequest]:
+    return [
+        JudgeRequest(
+            scope="answer",
+            priority="band",
+            reviews=ReviewedVerdict(
+                verdict_id=f"v{i}",
+                kind=VerdictKind.FAITHFULNESS,
+                score=0.5,
+                decision=Decision.PASS,
+                threshold=0.4,
+                config_digest="d",
+            ),
+            event=AnswerEvent(
+                id=f"a{i}",
+                answer="Acme Corp acquired Globex in 2019. Globex won.",
+                contexts=[f"Record {i}. {CONTEXT}"],
+            ),
+        )
+        for i in range(n)
+    ]
+
+
+async def through_client(url: str, reqs: list[JudgeRequest], policy: JudgeTierPolicy) -> float:
+    client = JudgeClient(OpenAIBackend(url, "standin-judge", "k", 30), policy)
+    started = time.perf_counter()
+    await asyncio.gather(*(client.judge(r, Priority.BAND) for r in reqs))
+    took = time.perf_counter() - started
+    await client.close()
+    return took
+
+
+async def raw(url: str, reqs: list[JudgeRequest], concurrency: int) -> tuple[float, int]:
+    from openai import APIStatusError, AsyncOpenAI
+
+    client = AsyncOpenAI(base_url=url, api_key="k", max_retries=0)
+    gate = asyncio.Semaphore(concurrency)
+    failed = 0
+
+    async def one(r: JudgeRequest) -> None:
+        nonlocal failed
+        async with gate:
+            try:
+                await client.chat.completions.create(
+                    model="standin-judge",
+                    messages=contract.messages(r.event),  # type: ignore[arg-type]
+                )
+            except APIStatusError:
+                failed += 1
+
+    started = time.perf_counter()
+    await asyncio.gather(*(one(r) for r in reqs))
+    took = time.perf_counter() - started
+    await client.close()
+    return took, failed
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data" / "summeval")
-    ap.add_argument("--n", type=int, default=640)
-    ap.add_argument("--repeat", type=int, default=3)
-    args = ap.parse_args()
-    with open(args.data / "summeval_pairs.jsonl", encoding="utf-8") as f:
-        rows = [json.loads(line) for _, line in zip(range(args.n), f, strict=False)]
-    parse, version = spacy_parser()
-    nlp = load_pipeline()
-    ctx = JudgeContext(JudgeConfig(), version)
-    batches = [rows[i : i + MAX_BATCH] for i in range(0, len(rows), MAX_BATCH)]
-
-    def raw_pipe() -> None:
-        for batch in batches:
-            texts = list(dict.fromkeys(t for r in batch for t in (r["source"], r["system_output"])))
-            for _ in nlp.pipe(texts, batch_size=32):
-                pass
-
-    scoring = load_scoring(Policy())
-
-    def judged(judges: list[str], faithfulness: bool = False) -> None:
-        fresh = Scoring(scoring.ctx, summary_analyzer(Policy())) if faithfulness else None
-        for batch in batches:
-            records = [
-                Record(
-                    "summaries",
-                    0,
-                    i,
-                    None,
-                    orjson.dumps(
-                        {
-                            "id": f"s{i}",
-                            "article": r["source"],
-                            "summary": r["system_output"],
-                            "judges": judges,
-                        }
-                    ),
-                )
-                for i, r in enumerate(batch)
-            ]
-            judge_records(
-                records, parse, ctx, max_bytes=1_000_000, override=judges, faithfulness=fresh
-            )
-
-    systems = {
-        "raw nlp.pipe (reference)": raw_pipe,
-        "twin_lock": lambda: judged(["twin_lock"]),
-        "judge_lock": lambda: judged(["judge_lock"]),
-        "both judges": lambda: judged(["twin_lock", "judge_lock"]),
-        "both judges + faithfulness": lambda: judged(["twin_lock", "judge_lock"], True),
-    }
-    rates: dict[str, list[float]] = {name: [] for name in systems}
-    for _ in range(args.repeat):  # interleaved, so load changes hit every system alike
-        for name, run in systems.items():
-            start = time.perf_counter()
-            run()
-            rates[name].append(len(rows) / (time.perf_counter() - start))
-    ref = statistics.median(rates["raw nlp.pipe (reference)"])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--answers", type=int, default=200)
+    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--rpm", type=int, default=600)
+    parser.add_argument("--fail-every", type=int, default=10, help="one 500 in every N requests")
+    args = parser.parse_args()
+    print(f"machine: {machine()} | load {os.getloadavg()[0]:.2f}")
+    pattern = ("500",) + ("ok",) * (args.fail_every - 1)
+    reqs = requests(args.answers)
+    policy = JudgeTierPolicy(
+        budget=JudgeBudget(requests_per_minute=args.rpm, max_concurrency=args.concurrency)
+    )
+    standin = StandIn(pattern=pattern, latency=args.latency, retry_after=0.2)
+    with serve(standin) as url:
+        raw_s, raw_failed = asyncio.run(raw(url, reqs, args.concurrency))
+        standin.seen.clear()
+        client_s = asyncio.run(through_client(url, reqs, policy))
+    sent = len(standin.seen)
+    ideal = args.concurrency / args.latency
     print(
-        f"machine: {platform.machine()} {platform.processor() or ''} {os.cpu_count()} cpus, "
-        f"Python {platform.python_version()}, {version}"
+        f"{args.answers} answers, stand-in latency {args.latency * 1000:.0f} ms, one 500 in "
+        f"{args.fail_every}, concurrency {args.concurrency}, budget {args.rpm} requests/min"
     )
     print(
-        f"{len(rows)} SummEval summaries ({len({r['source'] for r in rows})} articles), "
-        f"batches of {MAX_BATCH}, median of {args.repeat} runs, one process"
+        f"raw openai client : {args.answers / raw_s:6.1f} requests/s ({raw_failed} failed, "
+        f"not retried)"
     )
-    print(f"{'system':<28}{'summaries/s':>14}{'range':>20}{'ms/summary':>12}{'/ nlp.pipe':>12}")
-    for name, rs in rates.items():
-        med = statistics.median(rs)
-        span = f"{min(rs):.1f}-{max(rs):.1f}"
-        print(f"{name:<28}{med:>14.1f}{span:>20}{1000 / med:>12.1f}{med / ref:>12.2f}")
+    print(
+        f"JudgeClient       : {sent / client_s:6.1f} requests/s, {args.answers / client_s:6.1f} "
+        f"answers/s ({sent} requests, every answer judged); "
+        f"{(args.answers / client_s) / (args.answers / raw_s):.2f}x the raw client's rate"
+    )
+    print(f"ideal concurrency/latency: {ideal:.1f} requests/s")
+    print(f"most requests in any 60 s window: {standin.max_in_window(60.0)} (budget {args.rpm})")
 
 
 if __name__ == "__main__":

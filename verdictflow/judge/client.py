@@ -34,7 +34,7 @@ from verdictflow.evaluators import faithfulness_llm as contract
 from verdictflow.evaluators.escalation import Priority
 from verdictflow.evaluators.judge_tier_policy import JudgeTierPolicy
 from verdictflow.judge.backends import Backend, Reply
-from verdictflow.judge.budget import Budget, estimate_tokens
+from verdictflow.judge.budget import Budget, prompt_tokens
 from verdictflow.judge.metrics import JudgeMetrics
 from verdictflow.models.judge import Judgement, JudgeRequest
 from verdictflow.models.verdicts import ReasonCode
@@ -92,7 +92,7 @@ class JudgeClient:
                 f"prompt of {chars:,} characters > judge_tier.max_prompt_chars "
                 f"{self.policy.max_prompt_chars:,}",
             )
-        tokens = estimate_tokens(chars, self.policy.max_completion_tokens)
+        tokens = prompt_tokens(chars)
         labels = self.metrics.labels(event.model, event.tenant)
         first = await self._ask(request, priority, tokens, labels)
         if isinstance(first[0], ReasonCode):
@@ -136,14 +136,16 @@ class JudgeClient:
                 with attempt:
                     if self.breaker.current_state == CircuitBreakerState.OPEN:
                         raise _BreakerOpen
-                    await self.budget.acquire(priority, tokens)
+                    expected = self.budget.expected_completion(self.policy.max_completion_tokens)
+                    await self.budget.acquire(priority, tokens + expected)
                     attempts += 1
                     self.metrics.budget_spent(self.budget.spend)
                     async with self.budget.in_flight():
                         reply = await self.breaker.call_async(
                             self.backend.ask, request.event, self.policy.max_completion_tokens
                         )
-                    self.metrics.answered(self.backend.model, labels, reply, tokens)
+                    await self.budget.charge(reply.completion_tokens, expected)
+                    self.metrics.answered(self.backend.model, labels, reply, tokens + expected)
                     return reply, attempts
         except Exception as exc:
             status = _status(exc)
