@@ -95,6 +95,11 @@ def run_dev(
         console.print(
             f"[bold]console[/] {page_url}/  (open in a browser; log: {data_dir / 'console.log'})"
         )
+        ingest, ingest_url = start_server(["ingest"], env, data_dir / "ingest.log")
+        console.print(
+            f"[bold]ingest[/] {ingest_url}  (OTLP/HTTP traces at /v1/traces, answers at "
+            f"/v1/answers; log: {data_dir / 'ingest.log'})"
+        )
         try:
             lines = read_lines(sample)
             asyncio.run(replay(lines, "answers", settings))
@@ -103,6 +108,7 @@ def run_dev(
         except KeyboardInterrupt:
             return 0
         finally:
+            stop_server(ingest)
             stop_server(page)
             stop_server(api)
             worker.terminate()

@@ -10,7 +10,10 @@ from tests.support.processes import run_verdictflow
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["worker", "--tier", "bogus"], "error: tier: Input should be 'lexical', 'nlp' or 'all'"),
+        (
+            ["worker", "--tier", "bogus"],
+            "error: tier: Input should be 'lexical', 'nlp', 'judge' or 'all'",
+        ),
         (["worker", "--otlp-endpoint", "foo"], "error: otlp_endpoint: Value error, must be"),
         (["console", "--otlp-endpoint", "foo", "--port", "0"], "error: "),
     ],

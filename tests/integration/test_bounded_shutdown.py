@@ -21,7 +21,7 @@ from verdictflow.scoring_setup import load_scoring
 
 pytestmark = pytest.mark.broker
 
-ANSWERS = 96
+ANSWERS = 48
 
 
 def backlog() -> list[bytes]:
@@ -36,7 +36,7 @@ def backlog() -> list[bytes]:
 def test_sigterm_with_a_backlog_exits_in_time_and_loses_nothing(
     settings_factory, worker_factory
 ) -> None:
-    settings = settings_factory(tier="nlp", batch_size=16, shutdown_seconds=8)
+    settings = settings_factory(tier="nlp", batch_size=8, shutdown_seconds=8)
     lines = backlog()
     digest = load_scoring(Policy()).ctx.config_digest
     kinds = [spec.kind for spec in answer_kinds(Tier.NLP)]

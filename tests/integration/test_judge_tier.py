@@ -127,7 +127,7 @@ def test_a_judge_worker_killed_mid_run_loses_nothing(
         judge = worker_factory(
             settings.model_copy(update={"tier": "judge"}), path, env=judge_env(url)
         )
-        asyncio.run(replay(lines(40), "answers", settings))
+        asyncio.run(replay(lines(24), "answers", settings))
 
         def judged(n: int):
             return lambda: len(by_kind(out).get("faithfulness_llm", {})) >= n
@@ -142,13 +142,20 @@ def test_a_judge_worker_killed_mid_run_loses_nothing(
         )
 
         def everything() -> bool:
-            done = len(input_ids(out, "faithfulness")) == 40
+            done = len(input_ids(out, "faithfulness")) == 24
             return done and input_ids(out, "faithfulness_llm") >= input_ids(
                 out, "faithfulness", True
             )
 
         alive = lambda: again.proc.poll() is None  # noqa: E731
-        assert out.wait_until(everything, timeout=300, alive=alive), again.log()[-3000:]
+        if not out.wait_until(everything, timeout=300, alive=alive):
+            missing = input_ids(out, "faithfulness", True) - input_ids(out, "faithfulness_llm")
+            pytest.fail(
+                f"{len(missing)} scored answers without a judge verdict ({sorted(missing)[:5]}); "
+                f"{len(standin.seen)} requests reached the stand-in\n--- judge (killed):\n"
+                f"{judge.log()[-2000:]}\n--- judge (restarted):\n{again.log()[-3000:]}\n"
+                f"--- nlp:\n{nlp.log()[-1500:]}"
+            )
         out.settle()
     judged = by_kind(out)["faithfulness_llm"]
     assert killed_at < len(judged)

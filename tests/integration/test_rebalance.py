@@ -43,7 +43,7 @@ from verdictflow.streams.admin import ensure_topics
 from verdictflow.streams.fatal import EXIT_RESTART_ME
 from verdictflow.streams.settings import Settings
 from verdictflow.streams.table_migration import changelog, legacy_changelog
-from verdictflow.streams.topics import CONSISTENCY_TABLE, DOC_QUALITY_TABLE, TABLE_SOURCES
+from verdictflow.streams.topics import CONSISTENCY_TABLE, DOC_QUALITY_TABLE, LAYOUT1_TABLES
 
 pytestmark = pytest.mark.broker
 
@@ -239,7 +239,7 @@ def test_upgrade_from_layout_1_migrates_open_groups(settings_factory, worker_fac
     assert reports[CONSISTENCY_TABLE]["status"] == "migrated"
     assert reports[CONSISTENCY_TABLE]["keys_written"] == REQUESTS
     assert reports[CONSISTENCY_TABLE]["keys_moved"] > 0  # the bug this migrates away from
-    assert set(reports) == set(TABLE_SOURCES)
+    assert set(reports) == set(LAYOUT1_TABLES)
     again = run_verdictflow("migrate-tables", env=env)  # idempotent: never over newer state
     assert {r["status"] for r in map(orjson.loads, again.stdout.splitlines())} == {"already_done"}
     assert changelog(settings.app_id, CONSISTENCY_TABLE) in again.stdout

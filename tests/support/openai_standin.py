@@ -75,11 +75,13 @@ class StandIn:
                     headers={"retry-after": str(self.retry_after)},
                 )
             prompt = "\n".join(m["content"] for m in body["messages"])
-            content = (
-                "this is not json"
-                if outcome == "malformed"
-                else orjson.dumps(scripted_reply(prompt)).decode()
-            )
+            if outcome == "malformed":
+                content = "this is not json"
+            elif "\n\nAnswer:\n" in prompt:  # the judge's prompt: the claims contract
+                content = orjson.dumps(scripted_reply(prompt)).decode()
+            else:  # an application's question: answer with the context's first sentence
+                lines = [ln for ln in prompt.splitlines()[1:] if ln.strip()]
+                content = lines[0] if lines else "I do not know."
             return JSONResponse(
                 {
                     "id": "chatcmpl-standin",

@@ -18,6 +18,7 @@ from verdictflow.cli import (
     api_command,
     audit_commands,
     console_command,
+    ingest_command,
     offline_commands,
     ops_commands,
 )
@@ -52,6 +53,7 @@ COMMANDS: list[tuple[str, Callable[..., Any]]] = [
     ("export-quality", export_quality),
     ("monitor", ops_commands.monitor),
     ("console", console_command.console),
+    ("ingest", ingest_command.ingest),
     ("topics", ops_commands.topics),
     ("rq-eval", rq_eval_command),
     ("ledger", audit_commands.ledger),

@@ -68,10 +68,19 @@ class VerdictMeta:
     tenant: str | None = None
     group: str | None = None
     event_ts: float | None = None
+    trace_id: str | None = None
+    span_id: str | None = None
 
     @classmethod
     def of(cls, event: AnswerEvent) -> VerdictMeta:
-        return cls(model=event.model, tenant=event.tenant, group=event.group, event_ts=event.ts)
+        return cls(
+            model=event.model,
+            tenant=event.tenant,
+            group=event.group,
+            event_ts=event.ts,
+            trace_id=event.trace_id,
+            span_id=event.span_id,
+        )
 
 
 def verdict_id(
@@ -119,6 +128,8 @@ def build_verdict(
         tenant=meta.tenant,
         group=meta.group,
         event_ts=meta.event_ts,
+        trace_id=meta.trace_id,
+        span_id=meta.span_id,
     )
 
 

@@ -212,6 +212,8 @@ def _meta(event: AnswerEvent) -> dict[str, Any]:
         "tenant": meta.tenant,
         "group": meta.group,
         "event_ts": meta.event_ts,
+        "trace_id": meta.trace_id,
+        "span_id": meta.span_id,
     }
 
 

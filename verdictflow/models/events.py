@@ -91,6 +91,10 @@ class AnswerEvent(_Event):
     tenant: OptId = None
     group: OptId = None
     ts: float | None = None
+    #: Set for an answer assembled from a trace (``verdictflow ingest``): its trace and LLM
+    #: span, which every verdict of the answer carries (hex, as OTLP/JSON writes them).
+    trace_id: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{32}$")] | None = None
+    span_id: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{16}$")] | None = None
 
     @property
     def context_passages(self) -> list[Context]:

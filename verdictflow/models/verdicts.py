@@ -99,6 +99,10 @@ class Verdict(BaseModel):
     tenant: str | None = None
     group: str | None = None
     event_ts: float | None = None
+    #: The trace and span of an answer assembled from a trace (``verdictflow ingest``), so a
+    #: tracing backend can show the verdict on the span; None otherwise.
+    trace_id: str | None = None
+    span_id: str | None = None
 
 
 class JudgeVerdict(Verdict):

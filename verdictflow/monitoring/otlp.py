@@ -251,6 +251,7 @@ class VerdictOtlpExporter:
         try:
             self._logger.emit(
                 timestamp=time.time_ns(),
+                context=span_context_of(verdict),
                 event_name=EVALUATION_RESULT_EVENT,
                 attributes=evaluation_event_attributes(verdict),
             )
@@ -310,3 +311,26 @@ class VerdictOtlpExporter:
                 self._exporter.failed,
                 self._exporter.exported,
             )
+
+
+def span_context_of(verdict: Mapping[str, Any]) -> Any:
+    """An OpenTelemetry context holding the verdict's trace and span (an answer assembled from
+    a trace: ``verdictflow ingest``), so the exported event carries their ids and a backend
+    shows it on the span; None when the verdict has none (or malformed ones)."""
+    from opentelemetry import trace
+
+    trace_id, span_id = verdict.get("trace_id"), verdict.get("span_id")
+    if not isinstance(trace_id, str) or not isinstance(span_id, str):
+        return None
+    try:
+        parent = trace.SpanContext(
+            trace_id=int(trace_id, 16),
+            span_id=int(span_id, 16),
+            is_remote=True,
+            trace_flags=trace.TraceFlags(trace.TraceFlags.SAMPLED),
+        )
+    except ValueError:
+        return None
+    if not parent.is_valid:
+        return None
+    return trace.set_span_in_context(trace.NonRecordingSpan(parent))

@@ -108,7 +108,7 @@ def create_app(
     verdict this app delivers is also exported as an OpenTelemetry event
     (:mod:`verdictflow.streams.otlp_export`), whatever the outbox.
     """
-    from verdictflow.agents import answers, consistency, doc_quality, summaries
+    from verdictflow.agents import answers, consistency, doc_quality, summaries, traces
 
     app_id = tier_app_id(settings, tier)
     settings = settings.model_copy(update={"app_id": app_id})
@@ -153,6 +153,7 @@ def create_app(
         answers.register(app, topics, new_outbox, ctx, settings, scoring.analyzer, tier, progress)
         consistency.register(app, topics, new_outbox, ctx, settings, progress)
         summaries.register(app, topics, new_outbox, ctx, settings)
+        traces.register(app, topics, new_outbox, settings)
         doc_quality.register(
             app,
             topics,

@@ -48,6 +48,14 @@ class Settings(BaseSettings):
     #: backend is configured, in one process).
     tier: Literal["lexical", "nlp", "judge", "all"] = "all"
     consistency_tick_seconds: Annotated[float, Field(gt=0, le=3600)] = 1.0
+    #: Trace assembly (docs/getting-traffic-in.md): a trace is assembled once its root span
+    #: ended and this long passed without a new span ...
+    trace_quiet_seconds: Annotated[float, Field(gt=0, le=3600)] = 2.0
+    #: ... or this long after its first span; its entry is then kept (spans dropped) this long.
+    trace_max_age_seconds: Annotated[float, Field(gt=0, le=86_400)] = 60.0
+    trace_retention_seconds: Annotated[float, Field(gt=0, le=86_400 * 7)] = 600.0
+    #: The span, root-span or resource attribute that names an answer's tenant.
+    trace_tenant_attribute: str | None = "tenant.id"
     consistency_forget_seconds: Annotated[float, Field(gt=0)] = 600.0
     #: When the answers agent has read everything the broker holds for a partition, that
     #: partition's window watermark is the clock less this: allowance for producer clocks
@@ -73,6 +81,8 @@ class Settings(BaseSettings):
     api_token: SecretStr | None = None
     #: The console's token (``VERDICTFLOW_CONSOLE_TOKEN``; default: ``api_token``).
     console_token: SecretStr | None = None
+    #: ``verdictflow ingest``'s token (``VERDICTFLOW_INGEST_TOKEN``; default: ``api_token``).
+    ingest_token: SecretStr | None = None
     #: OTLP/HTTP collector (``http://host:4318``, or its ``.../v1/logs`` URL) that receives
     #: every verdict as a ``gen_ai.evaluation.result`` event; None (or empty): off.
     #: ``verdictflow worker --otlp-endpoint``, see docs/operations.md.
@@ -103,6 +113,14 @@ class Settings(BaseSettings):
         """The token the console asks for: its own, else the API's; None when neither is set
         (an empty value counts as unset)."""
         for secret in (self.console_token, self.api_token):
+            if secret is not None and secret.get_secret_value():
+                return secret.get_secret_value()
+        return None
+
+    @property
+    def ingest_secret(self) -> str | None:
+        """The token ``ingest`` asks for: its own, else the API's; None when neither is set."""
+        for secret in (self.ingest_token, self.api_token):
             if secret is not None and secret.get_secret_value():
                 return secret.get_secret_value()
         return None

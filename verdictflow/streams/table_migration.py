@@ -40,7 +40,7 @@ from verdictflow.streams.kafka_security import aiokafka_security_kwargs
 from verdictflow.streams.records import key_partition
 from verdictflow.streams.settings import Settings
 from verdictflow.streams.topic_reader import read_whole_topic
-from verdictflow.streams.topics import TABLE_SOURCES
+from verdictflow.streams.topics import LAYOUT1_TABLES
 
 logger = logging.getLogger(__name__)
 
@@ -101,7 +101,7 @@ async def check_table_layout(settings: Settings) -> None:
         await admin.close()
     stale = [
         legacy_changelog(settings.app_id, table)
-        for table in TABLE_SOURCES
+        for table in LAYOUT1_TABLES
         if legacy_changelog(settings.app_id, table) in topics
         and changelog(settings.app_id, table) not in topics
     ]
@@ -130,7 +130,7 @@ async def migrate_tables(
     try:
         topics = set(await admin.list_topics())
         reports = []
-        for table in TABLE_SOURCES:
+        for table in LAYOUT1_TABLES:
             source = legacy_changelog(settings.app_id, table)
             target = changelog(settings.app_id, table)
             if target in topics:

@@ -37,6 +37,7 @@ from verdictflow.streams.topics import (
     DOC_QUALITY_INTERNAL,
     DOCS,
     JUDGE_REQUESTS,
+    SPANS,
     SUMMARIES,
     VERDICT_TOPICS,
     full_name,
@@ -69,6 +70,7 @@ def topic_plan(settings: Settings, *, verdict_days: int = 30) -> list[TopicSpec]
         CONSISTENCY_GROUPS: {**delete, "retention.ms": str(7 * DAY_MS)},
         DOC_QUALITY_INTERNAL: {**delete, "retention.ms": str(7 * DAY_MS)},
         JUDGE_REQUESTS: {**delete, "retention.ms": str(7 * DAY_MS)},
+        SPANS: {**delete, "retention.ms": str(7 * DAY_MS)},
     }
     for topic in VERDICT_TOPICS:
         configs[topic] = {**delete, "retention.ms": str(verdict_days * DAY_MS)}

@@ -22,18 +22,26 @@ CONSISTENCY_GROUPS = "internal.consistency-groups"
 DOC_QUALITY_INTERNAL = "internal.doc-quality"
 #: Internal: escalated verdicts with their text, for the judge tier, keyed by content hash.
 JUDGE_REQUESTS = "internal.judge-requests"
+#: Internal: spans from ``verdictflow ingest``, and the assembler's close ticks, by trace id.
+SPANS = "internal.spans"
 
 #: Faust tables by base name (the changelog topic is ``<app_id>-<name>-v<layout>-changelog``,
 #: see :mod:`verdictflow.streams.durable_table`), each with the topics whose records write it.
 #: A table's state for a key lives in the partition of that key's records in these topics.
 CONSISTENCY_TABLE = "consistency-groups"
 DOC_QUALITY_TABLE = "doc-quality-features"
+TRACES_TABLE = "traces"
 JUDGE_CACHE_TABLE = "judge-cache"
+#: The tables of the worker's main app (the lexical tier).
 TABLE_SOURCES: dict[str, tuple[str, ...]] = {
     CONSISTENCY_TABLE: (CONSISTENCY_GROUPS,),
     DOC_QUALITY_TABLE: (DOCS, DOC_QUALITY_INTERNAL),
-    JUDGE_CACHE_TABLE: (JUDGE_REQUESTS,),
+    TRACES_TABLE: (SPANS,),
 }
+#: The judge tier's table (its own app and consumer group).
+JUDGE_TABLE_SOURCES: dict[str, tuple[str, ...]] = {JUDGE_CACHE_TABLE: (JUDGE_REQUESTS,)}
+#: The tables that existed in changelog layout 1, which ``migrate-tables`` moves.
+LAYOUT1_TABLES = (CONSISTENCY_TABLE, DOC_QUALITY_TABLE)
 
 
 def verdict_topic(kind: VerdictKind) -> str:
@@ -51,6 +59,7 @@ ALL_TOPICS = (
     CONSISTENCY_GROUPS,
     DOC_QUALITY_INTERNAL,
     JUDGE_REQUESTS,
+    SPANS,
 )
 
 

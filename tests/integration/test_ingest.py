@@ -1,0 +1,180 @@
+"""Traffic in without code changes: 40 RAG traces sent by the OpenTelemetry SDK's OTLP/HTTP
+exporter to ``verdictflow ingest`` (OpenInference attributes) become 40 answer events with
+exactly their query, answer and contexts and the trace id, which their verdicts carry too;
+10 answers posted as NDJSON become 10 answer events; malformed bodies are refused with the
+project's error shape."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import time
+
+import httpx
+import orjson
+import pytest
+
+from tests.support.openai_standin import StandIn, serve
+from tests.support.paths import ROOT
+from tests.support.processes import settings_env
+from tests.support.reliability import OutputCollector
+from verdictflow.dev_servers import start_server, stop_server
+from verdictflow.scoring_jobs.tail import tail
+
+pytestmark = pytest.mark.broker
+
+TRACES = 40
+
+
+def send_traces(url: str, first: int, count: int) -> list[tuple[str, str, str, list[str]]]:
+    """Traces ``first`` .. through the SDK's exporter; returns (trace id, query, answer,
+    contexts) of each."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    provider = TracerProvider(
+        resource=Resource.create({"service.name": "rag-app", "tenant.id": "t9"})
+    )
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{url}/v1/traces")))
+    tracer = provider.get_tracer("rag-app")
+    sent = []
+    for i in range(first, first + count):
+        query = f"Which river is longer, question {i}?"
+        docs = [f"The Nile is 6,650 km long ({i}).", f"The Amazon is 6,400 km long ({i})."]
+        answer = f"The Nile is longer ({i})."
+        with tracer.start_as_current_span("rag") as root:
+            root.set_attribute("openinference.span.kind", "CHAIN")
+            root.set_attribute("input.value", query)
+            with tracer.start_as_current_span("retrieve") as retriever:
+                retriever.set_attribute("openinference.span.kind", "RETRIEVER")
+                for n, doc in enumerate(docs):
+                    retriever.set_attribute(f"retrieval.documents.{n}.document.content", doc)
+            with tracer.start_as_current_span("llm") as llm:
+                llm.set_attribute("openinference.span.kind", "LLM")
+                llm.set_attribute("llm.model_name", "gpt-standin")
+                llm.set_attribute("input.value", query)
+                llm.set_attribute("llm.input_messages.0.message.role", "user")
+                llm.set_attribute("llm.input_messages.0.message.content", query)
+                llm.set_attribute("llm.output_messages.0.message.role", "assistant")
+                llm.set_attribute("llm.output_messages.0.message.content", answer)
+                llm.set_attribute("output.value", answer)
+            trace_id = format(root.get_span_context().trace_id, "032x")
+        sent.append((trace_id, query, answer, docs))
+    provider.force_flush()
+    provider.shutdown()
+    return sent
+
+
+def test_traces_and_ndjson_answers_become_answer_events_and_verdicts(
+    settings_factory, worker_factory, tmp_path
+) -> None:
+    settings = settings_factory(trace_quiet_seconds=1.0)
+    env = settings_env(settings)
+    proc, url = start_server(["ingest", "--broker", settings.broker], env, tmp_path / "ingest.log")
+    lexical = settings.model_copy(update={"tier": "lexical"})
+    try:
+        worker = worker_factory(lexical)
+        wait_healthy(url)
+        with OutputCollector(settings) as out:
+            sent = send_traces(url, 0, TRACES // 2)
+            alive = lambda: worker.proc.poll() is None  # noqa: E731
+            assert out.wait_until(lambda: len(grounded(out)) >= 5, timeout=120, alive=alive)
+            worker.proc.send_signal(signal.SIGKILL)  # mid-run: the assembler's state must hold
+            worker.proc.wait(10)
+            sent += send_traces(url, TRACES // 2, TRACES // 2)
+            again = worker_factory(lexical)
+            answer = {"query": "q?", "answer": "Paris.", "contexts": ["Paris is in France."]}
+            lines = [orjson.dumps({"id": f"nd{i}", **answer}) for i in range(10)]
+            posted = httpx.post(
+                f"{url}/v1/answers", content=b"\n".join(lines),
+                headers={"content-type": "application/x-ndjson"}, timeout=30,
+            )  # fmt: skip
+            assert posted.json() == {"accepted": 10, "refused": []}
+            bad = httpx.post(f"{url}/v1/traces", content=b"\x00not protobuf",
+                             headers={"content-type": "application/x-protobuf"})  # fmt: skip
+            assert bad.status_code == 400
+            assert set(bad.json()) == {"error", "detail"}
+            example = run_example(url)
+            alive = lambda: again.proc.poll() is None  # noqa: E731
+            want = TRACES + 10 + 3
+            assert out.wait_until(lambda: len(grounded(out)) >= want, timeout=120, alive=alive), (
+                again.log()[-3000:]
+            )
+        events = asyncio.run(_answers(settings))
+        by_trace = {e["trace_id"]: e for e in events if e.get("tenant") == "t9"}
+        assert len(by_trace) == TRACES
+        for trace_id, query, answer, docs in sent:
+            e = by_trace[trace_id]
+            assert (e["query"], e["answer"], e["request_id"]) == (query, answer, trace_id)
+            assert [c["text"] for c in e["contexts"]] == docs
+            assert e["model"] == "gpt-standin"
+        assert sum(1 for e in events if str(e["id"]).startswith("nd")) == 10
+        traced = [e for e in events if e.get("tenant") == "example"]
+        assert len({e["id"] for e in traced}) == 3, example
+        assert all(e["contexts"] and e["answer"] for e in traced)
+        grounded_traces = {
+            v["trace_id"] for v in map(orjson.loads, (x[0] for x in out.verdicts.values()))
+            if v["kind"] == "groundedness" and v.get("trace_id")
+        }  # fmt: skip
+        assert grounded_traces >= set(by_trace)
+    finally:
+        stop_server(proc)
+
+
+def grounded(out: OutputCollector) -> set[str]:
+    ids = set()
+    for values in out.verdicts.values():
+        v = orjson.loads(values[0])
+        if v["kind"] == "groundedness":
+            ids.add(v["input_id"])
+    return ids
+
+
+def wait_healthy(url: str) -> None:
+    for _ in range(150):
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise AssertionError("ingest did not come up")
+
+
+def run_example(ingest_url: str) -> str:
+    """``examples/traced_rag/app.py`` against a local OpenAI-compatible stand-in."""
+    import os
+    import sys
+
+    with serve(StandIn()) as model_url:
+        env = {**os.environ, "OPENAI_BASE_URL": model_url, "OPENAI_API_KEY": "not-a-secret"}
+        result = subprocess.run(
+            [sys.executable, str(ROOT / "examples" / "traced_rag" / "app.py"),
+             "--ingest", ingest_url, "--model", "standin-judge"],
+            env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout
+
+
+async def _answers(settings) -> list[dict]:
+    out = []
+    async for _, value in tail(["answers"], settings, from_beginning=True, timeout=3):
+        out.append(orjson.loads(value))
+    return out
+
+
+def test_ingest_refuses_to_listen_beyond_loopback_without_a_token() -> None:
+    import os
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VERDICTFLOW_")}
+    result = subprocess.run(
+        [sys.executable, "-m", "verdictflow", "ingest", "--host", "0.0.0.0"],
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "without a token" in result.stderr
