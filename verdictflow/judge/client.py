@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import random
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from aiobreaker import CircuitBreaker, CircuitBreakerError, CircuitBreakerState
@@ -134,7 +134,7 @@ class JudgeClient:
         try:
             async for attempt in retrying:
                 with attempt:
-                    if self.breaker.current_state == CircuitBreakerState.OPEN:
+                    if self._breaker_open():
                         raise _BreakerOpen
                     expected = self.budget.expected_completion(self.policy.max_completion_tokens)
                     await self.budget.acquire(priority, tokens + expected)
@@ -157,6 +157,17 @@ class JudgeClient:
                 raise JudgeUnavailable(f"{type(exc).__name__}: {exc}"[:300]) from exc
             raise
         raise JudgeUnavailable("no attempt was made")  # pragma: no cover - tenacity tries once
+
+    def _breaker_open(self) -> bool:
+        """Open and not yet due to half-open (aiobreaker half-opens on the next call once its
+        timeout passed, so the check must let that call through)."""
+        if self.breaker.current_state != CircuitBreakerState.OPEN:
+            return False
+        try:
+            opens_at = self.breaker.opens_at  # naive UTC, as aiobreaker keeps it
+        except TypeError:  # never opened
+            return False
+        return opens_at is not None and datetime.utcnow() < opens_at
 
     def _wait(self, state: RetryCallState) -> float:
         """Retry-After when the server gave one, else exponential backoff with full jitter;
