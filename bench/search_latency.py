@@ -10,9 +10,13 @@
    a closed loop with ``--concurrency`` connections to find the throughput ceiling.
 5. Server-side percentiles come from the app's own timing (middleware + stage timers, exact
    samples at ``GET /stats/latency``): whole request, embed, index search, blend.
-6. ``--embedder sentence-transformers``: the server embeds each query with MiniLM (one core,
-   ONNX Runtime), the queries are SciFact's 1,109 claims (real, distinct, 9-40 words) when
+6. ``--embedder sentence-transformers``: the server embeds each query with MiniLM (ONNX
+   Runtime), the queries are SciFact's 1,109 claims (real, distinct, 9-40 words) when
    ``../shared/data`` is there, and the raw-embedding reference is timed in this process.
+   The service runs twice on the same artifacts: with its defaults (int8 query encoder,
+   micro-batching) and as the **baseline** (fp32, one query per forward pass: the service
+   before issue 32), so ``closed_loop_rps / baseline_closed_loop_rps`` is a same-run ratio.
+   ``--json`` ends the output with one JSON line of the headline figures.
 7. The load generator is raw HTTP/1.1 over asyncio streams (pre-encoded requests, keep-alive);
    its CPU is reported, since it shares the 2 cores with the server (10-17 % of one core at
    200 req/s; an httpx client took 87 %). Debian's compiled ``hey`` was tried and dropped: its
@@ -20,7 +24,7 @@
    (measured: server-side p50 31 ms on a 2,000-document flat index whose search takes 2 ms).
 
     python bench/search_latency.py [--n 100000] [--rate 200] [--duration 20] [--variants]
-        [--embedder hashing|sentence-transformers]
+        [--embedder hashing|sentence-transformers] [--queries words|distinct|zipf] [--json]
 """
 
 from __future__ import annotations
@@ -297,7 +301,22 @@ def main(args: argparse.Namespace) -> None:
             blend_t.append(time.perf_counter() - t)
         del index
 
-        variants = [("service defaults", {"VERDICTFLOW_API_EMBEDDER": args.embedder})]
+        base_env = {"VERDICTFLOW_API_EMBEDDER": args.embedder}
+        variants = [
+            ("service defaults", base_env),
+            ("baseline: fp32 query encoder, one query per pass",
+             {**base_env, "VERDICTFLOW_API_QUERY_ENCODER": "fp32",
+              "VERDICTFLOW_API_QUERY_BATCH_MAX": "1"}),
+        ]  # fmt: skip
+        if args.encoders:  # when each query-encoder option pays off (docs/scaling.md)
+            variants += [
+                ("int8 query encoder, one query per pass",
+                 {**base_env, "VERDICTFLOW_API_QUERY_BATCH_MAX": "1"}),
+                ("fp32 query encoder, micro-batching",
+                 {**base_env, "VERDICTFLOW_API_QUERY_ENCODER": "fp32"}),
+                ("int8 query encoder, micro-batching, one pass at a time",
+                 {**base_env, "VERDICTFLOW_API_QUERY_BATCH_WORKERS": "1"}),
+            ]  # fmt: skip
         if args.variants:
             variants = [
                 ("CPython defaults (GIL switch 5 ms, no gc.freeze)",
@@ -342,8 +361,28 @@ def main(args: argparse.Namespace) -> None:
         server_p50 = server_stats["request"]["p50_ms"] / 1000
         print(f"\nratio server request p50 / raw FAISS p50: {server_p50 / pct(raw, 50):.2f}")
         print(f"server query cache after the open loop: {server_stats['query_cache']}")
+        print(f"server query encoder: {server_stats['query_encoder']}; micro-batches in the open "
+              f"loop: {server_stats['query_batches']}")  # fmt: skip
         print(f"closed loop, {args.concurrency} connections, {args.duration} s: "
               f"{closed['rps']:.0f} req/s ({closed['requests']} requests)")  # fmt: skip
+    by_label = dict(results)
+    service = by_label.get("service defaults")
+    baseline = by_label.get("baseline: fp32 query encoder, one query per pass")
+    if service is not None and baseline is not None:
+        ratio = service[2]["rps"] / baseline[2]["rps"]
+        print(f"\nclosed loop, service defaults / baseline (same run): {ratio:.2f}x")
+        if args.json:
+            open_loop, stats, closed = service
+            print(json.dumps({
+                "achieved_rps": round(open_loop["achieved_rps"], 1),
+                "server_p50_ms": round(stats["request"]["p50_ms"], 3),
+                "server_p99_ms": round(stats["request"]["p99_ms"], 3),
+                "closed_loop_rps": round(closed["rps"], 1),
+                "baseline_closed_loop_rps": round(baseline[2]["rps"], 1),
+                "baseline_server_p99_ms": round(baseline[1]["request"]["p99_ms"], 3),
+                "n": args.n, "rate": args.rate, "embedder": args.embedder,
+                "queries": args.queries,
+            }))  # fmt: skip
 
 
 def measure(
@@ -363,8 +402,11 @@ def measure(
                 c.post("/search", json={"q": f"warm-up query {i} about cells", "top_k": 10})
             c.get("/stats/latency", params={"reset": "true"})
         open_loop = run_load(url, "open", args)
+        health = httpx.get(f"{url}/healthz").json()  # before the reset clears the batch counts
         server_stats = httpx.get(f"{url}/stats/latency", params={"reset": "true"}).json()
-        server_stats["query_cache"] = httpx.get(f"{url}/healthz").json()["query_cache"]
+        server_stats["query_cache"] = health["query_cache"]
+        server_stats["query_encoder"] = health.get("query_encoder")
+        server_stats["query_batches"] = health.get("query_batches")
         closed = run_load(url, "closed", args)
     finally:
         server.terminate()
@@ -405,6 +447,10 @@ if __name__ == "__main__":
         "--queries", choices=("words", "distinct", "zipf"), default="words",
         help="query mix (see queries()); distinct and zipf need ../shared/data",
     )  # fmt: skip
+    parser.add_argument("--json", action="store_true", help="end with one JSON line of figures")
+    parser.add_argument(
+        "--encoders", action="store_true", help="also measure the other query-encoder options"
+    )
     parser.add_argument(
         "--variants",
         action="store_true",

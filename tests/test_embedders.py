@@ -96,3 +96,37 @@ class TestMiniLM:
     def test_a_local_model_dir_is_used(self, minilm, monkeypatch) -> None:
         monkeypatch.setenv(embedders.MODEL_DIR_ENV, str(packaged_model_dir()))
         assert make_embedder("sentence-transformers", 384) is minilm  # same directory
+
+    def test_a_batched_pass_gives_each_text_its_lone_vector(self, minilm) -> None:
+        """The micro-batcher's fp32 pass (padding to the longest) changes no query's vector."""
+        if not minilm.batches:
+            pytest.skip("no direct ONNX path (ONNX Runtime not installed)")
+        texts = ["short", "a much longer query about the Pacific Ocean and its many islands",
+                 "mid-length query on islands", "short"]  # fmt: skip
+        batched = minilm.embed_batch(texts)
+        alone = np.vstack([minilm.embed([t]) for t in texts])
+        np.testing.assert_allclose(batched, alone, atol=1e-6)
+
+    def test_the_int8_query_encoder_is_cached_identified_and_close(
+        self, minilm, tmp_path, monkeypatch
+    ) -> None:
+        if minilm.backend != "onnx":
+            pytest.skip("the int8 encoder needs ONNX Runtime")
+        monkeypatch.setenv(embedders.CACHE_DIR_ENV, str(tmp_path))
+        int8 = embedders.NeuralEmbedder(packaged_model_dir(), quantize="int8")
+        cached = list((tmp_path / "onnx").glob("*.onnx"))
+        assert len(cached) == 1
+        assert int8.weights_sha256[:24] in cached[0].name
+        identity = embedder_identity(int8)
+        assert identity["quantize"] == embedders.INT8_RECIPE
+        assert identity["quantized_sha256"] == embedders.file_sha256(cached[0])
+        assert int8.version.startswith(minilm.version)
+        assert int8.version != minilm.version
+        assert "quantize" not in embedder_identity(minilm)  # fp32 identities unchanged
+        texts = ["Vitamin D deficiency is linked to multiple sclerosis.", "What causes tides?"]
+        cosines = np.sum(int8.embed(texts) * minilm.embed(texts), axis=1)
+        assert cosines.min() > 0.97, cosines
+        # a second process start reads the cache: same bytes, same vectors
+        again = embedders.NeuralEmbedder(packaged_model_dir(), quantize="int8")
+        assert again.quantized_sha256 == int8.quantized_sha256
+        assert again.embed(texts).tobytes() == int8.embed(texts).tobytes()

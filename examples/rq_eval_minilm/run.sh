@@ -20,3 +20,10 @@ common=(--corpus "$DATA/corpus.jsonl" --queries "$DATA/queries.jsonl"
 "$BIN/verdictflow" rq-eval "${common[@]}" \
   --configA "$HERE/bm25.yaml" --configB "$HERE/minilm_hybrid_combsum.yaml" \
   --out "$OUT/bm25_vs_combsum.json" --csv "$OUT/bm25_vs_combsum.csv"
+# 3. The API's int8 query encoder against fp32 queries, dense and hybrid (issue 32).
+"$BIN/verdictflow" rq-eval "${common[@]}" \
+  --configA "$HERE/minilm_dense.yaml" --configB "$HERE/minilm_dense_int8.yaml" \
+  --out "$OUT/dense_fp32_vs_int8.json" --csv "$OUT/dense_fp32_vs_int8.csv"
+"$BIN/verdictflow" rq-eval "${common[@]}" \
+  --configA "$HERE/minilm_hybrid.yaml" --configB "$HERE/minilm_hybrid_int8.yaml" \
+  --out "$OUT/hybrid_fp32_vs_int8.json" --csv "$OUT/hybrid_fp32_vs_int8.csv"

@@ -71,8 +71,8 @@ def main() -> None:
                 )
                 documents = retrieve(question)
                 for i, text in enumerate(documents):
-                    key = f"{SpanAttributes.RETRIEVAL_DOCUMENTS}.{i}.{DocumentAttributes.DOCUMENT_CONTENT}"
-                    span.set_attribute(key, text)
+                    prefix = f"{SpanAttributes.RETRIEVAL_DOCUMENTS}.{i}"
+                    span.set_attribute(f"{prefix}.{DocumentAttributes.DOCUMENT_CONTENT}", text)
             context = "\n".join(documents)
             reply = client.chat.completions.create(
                 model=args.model,

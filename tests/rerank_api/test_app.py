@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -229,6 +230,39 @@ async def test_minilm_finds_a_paraphrase_without_shared_words(
     assert hybrid.json()["items"][0]["doc_id"] == "bread"
     health = (await neural.get("/healthz")).json()
     assert health["embedder"].startswith("vf-st/3:all-MiniLM-L6-v2:dim=384:weights=")
+    # queries go through the int8 encoder by default; documents keep the fp32 vectors
+    assert health["query_encoder"].startswith(health["embedder"] + ":int8=")
+    assert health["query_batches"] is None  # micro-batching is off by default
+
+
+@needs_neural
+async def test_queries_arriving_together_share_a_pass_and_rank_as_alone(
+    corpus: Path, client_for: Any
+) -> None:
+    """fp32 micro-batches give each query its lone vector: concurrent searches rank exactly as
+    the same searches one after another."""
+    client = await client_for(
+        settings(
+            corpus,
+            embedder="sentence-transformers",
+            query_encoder="fp32",
+            query_cache=0,
+            query_batch_max=16,
+            query_batch_workers=1,
+        )
+    )
+    queries = [f"{word} question number {i}" for i, word in
+               enumerate(["ocean", "bread", "kafka", "tides", "fruit", "streams"] * 4)]  # fmt: skip
+    alone = [(await client.post("/search", json={"q": q, "top_k": 5})).json() for q in queries]
+    together = await asyncio.gather(
+        *(client.post("/search", json={"q": q, "top_k": 5}) for q in queries)
+    )
+    for one, many in zip(alone, together, strict=True):
+        assert [i["doc_id"] for i in one["items"]] == [i["doc_id"] for i in many.json()["items"]]
+        assert [i["score"] for i in one["items"]] == [i["score"] for i in many.json()["items"]]
+    batches = (await client.get("/healthz")).json()["query_batches"]
+    assert batches["queries"] == 2 * len(queries)
+    assert batches["largest"] > 1, batches  # the concurrent ones shared passes
 
 
 async def test_healthz_and_metrics_report_state(

@@ -221,7 +221,8 @@ def test_a_partition_whose_records_came_out_is_not_stalled(consumer, monkeypatch
     consumer._passed_on[TOPIC] = 4  # what getmany records for each record it passes on
     consumer._stalled_since[TOPIC] = time.monotonic() - 60
     consumer._note_stalled_partitions({TOPIC})
-    assert TOPIC not in consumer._missing_heads and TOPIC not in consumer._stalled_since
+    assert TOPIC not in consumer._missing_heads
+    assert TOPIC not in consumer._stalled_since
     consumer._committed_offset[TOPIC] = 9  # caught up: nothing to read
     consumer._passed_on.clear()
     consumer._note_stalled_partitions({TOPIC})

@@ -25,6 +25,8 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any
 
 import faiss
+import numpy as np
+import numpy.typing as npt
 import orjson
 from fastapi import Depends, FastAPI, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
@@ -42,6 +44,7 @@ from verdictflow.rerank_api.openapi import (
     install_openapi,
     security_requirement,
 )
+from verdictflow.rerank_api.query_batcher import BatchStats, QueryBatcher
 from verdictflow.rerank_api.retriever import Retriever, SearchLimits, result_id
 from verdictflow.rerank_api.schemas import (
     Health,
@@ -67,6 +70,7 @@ class ServiceState:
     retriever: Retriever
     metrics: ApiMetrics
     executor: ThreadPoolExecutor
+    batcher: QueryBatcher | None = None
     follower: TopicFollower | None = None
     loaded: bool = False
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
@@ -99,7 +103,26 @@ StateDep = Annotated[ServiceState, Depends(get_state)]
 def build_retriever(api: ApiSettings) -> Retriever:
     limits = SearchLimits(api.overfetch, api.min_candidates, api.max_candidates)
     embedder = make_embedder(api.embedder, api.dim, api.embed_model_dir, api.embed_threads)
-    return Retriever(embedder, api.index_config, limits, api.fusion, api.query_cache)
+    queries = embedder
+    if api.embedder != "hashing" and api.query_encoder != "fp32":
+        queries = make_embedder(
+            api.embedder, api.dim, api.embed_model_dir, api.embed_threads, api.query_encoder
+        )
+    return Retriever(embedder, api.index_config, limits, api.fusion, api.query_cache, queries)
+
+
+def build_batcher(api: ApiSettings, retriever: Retriever) -> QueryBatcher | None:
+    """The query micro-batcher, when the query embedder can batch and batching is on."""
+    encoder = retriever.query_embedder
+    embed_batch = getattr(encoder, "embed_batch", None)
+    if api.query_batch_max < 2 or embed_batch is None or not getattr(encoder, "batches", False):
+        return None
+    return QueryBatcher(
+        embed_batch,
+        max_batch=api.query_batch_max,
+        max_wait=api.query_batch_wait_ms / 1000.0,
+        workers=api.query_batch_workers,
+    )
 
 
 def load_artifacts(api: ApiSettings, retriever: Retriever) -> None:
@@ -147,6 +170,7 @@ def create_app(
         metrics = ApiMetrics(api.latency_window)
         executor = ThreadPoolExecutor(api.search_threads, thread_name_prefix="vf-search")
         state = ServiceState(api, retriever or build_retriever(api), metrics, executor)
+        state.batcher = build_batcher(api, state.retriever)
         app.state.vf = state
         previous_interval = runtime.set_gil_switch_interval(api.gil_switch_interval_ms)
         try:
@@ -180,6 +204,8 @@ def create_app(
             if state.follower is not None:
                 await state.follower.stop()
             executor.shutdown(wait=False, cancel_futures=True)
+            if state.batcher is not None:
+                state.batcher.close()
             runtime.set_gil_switch_interval(previous_interval)
             if api.gc_freeze:
                 runtime.unfreeze_heap()
@@ -284,6 +310,21 @@ def _install_timing(app: FastAPI) -> None:
     app.add_middleware(SearchTiming)
 
 
+async def _query_vector(
+    state: ServiceState, query: str, mode: str
+) -> tuple[npt.NDArray[np.float32] | None, float]:
+    """The query's vector through the micro-batcher (None when there is none, or for lexical
+    mode, or when the cache has it: the search thread then looks it up), and the seconds spent."""
+    if state.batcher is None or mode == "lexical":
+        return None, 0.0
+    t0 = time.perf_counter()
+    cache = state.retriever.query_cache
+    vector = cache.get(query)
+    if vector is None:
+        vector = cache.put(query, await state.batcher.vector(query))  # the first cached wins
+    return vector, time.perf_counter() - t0
+
+
 def _install_routes(app: FastAPI, api: ApiSettings) -> None:
     async def search(body: SearchRequest, state: StateDep) -> Response:
         """Rank documents by ``w_cos * score + w_quality * quality``, ties by doc_id."""
@@ -297,12 +338,15 @@ def _install_routes(app: FastAPI, api: ApiSettings) -> None:
             api.w_quality if body.w_quality is None else body.w_quality,
         )
         loop = asyncio.get_running_loop()
+        qvec, waited = await _query_vector(state, body.q, mode)
         outcome = await loop.run_in_executor(
             state.executor,
             lambda: state.retriever.search(
-                body.q, body.top_k, lane=body.lane, mode=mode, weights=weights
+                body.q, body.top_k, lane=body.lane, mode=mode, weights=weights, qvec=qvec
             ),
         )
+        if qvec is not None:  # embedded here: its time is the wait for the batched pass
+            outcome.timings["embed"] = waited
         for stage in ("embed", "retrieve", "blend"):
             state.metrics.observe_stage(stage, outcome.timings[stage])
         state.metrics.window.add("search", outcome.timings["total"])
@@ -365,6 +409,8 @@ def _install_routes(app: FastAPI, api: ApiSettings) -> None:
             embedder=r.embedder.version,
             index=r.index.stats(),
             query_cache=r.query_cache_stats(),
+            query_encoder=r.query_embedder.version,
+            query_batches=state.batcher.stats.as_dict() if state.batcher is not None else None,
             error=state.follower.error if state.follower is not None else None,
         )
 
@@ -395,8 +441,11 @@ def _install_routes(app: FastAPI, api: ApiSettings) -> None:
         openapi_extra=security_requirement(api, "/stats/latency"),
     )
     async def latency(state: StateDep, reset: bool = False) -> dict[str, Any]:
-        """Exact server-side percentiles over the last samples (``reset=true`` clears them)."""
+        """Exact server-side percentiles over the last samples (``reset=true`` clears them and
+        the micro-batcher's counts)."""
         summary: dict[str, Any] = state.metrics.window.summary()
         if reset:
             state.metrics.window.reset()
+            if state.batcher is not None:
+                state.batcher.stats = BatchStats()
         return summary

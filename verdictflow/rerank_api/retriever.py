@@ -19,9 +19,9 @@ import math
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Literal
 
 import numpy as np
@@ -89,6 +89,45 @@ def result_id(doc_id: str) -> str:
     return str(uuid.uuid5(_ID_NAMESPACE, doc_id))
 
 
+class QueryVectorCache:
+    """Query vectors by exact query text, least recently used out first (thread-safe)."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._entries: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, query: str) -> npt.NDArray[np.float32] | None:
+        if not self.capacity:
+            return None
+        with self._lock:
+            vector = self._entries.get(query)
+            if vector is None:
+                self.misses += 1
+                return None
+            self._entries.move_to_end(query)
+            self.hits += 1
+            return vector
+
+    def put(self, query: str, vector: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """Keep ``vector`` for ``query`` unless one is kept already; the one kept."""
+        if not self.capacity:
+            return vector
+        with self._lock:
+            kept = self._entries.setdefault(query, vector)  # the first stays (see Retriever)
+            self._entries.move_to_end(query)
+            while len(self._entries) > self.capacity:
+                self._entries.popitem(last=False)
+            return kept
+
+    def stats(self) -> dict[str, int]:
+        with self._lock:
+            return {"hits": self.hits, "misses": self.misses, "entries": len(self._entries),
+                    "capacity": self.capacity}  # fmt: skip
+
+
 class Retriever:
     """Documents, quality and indexes, with one search entry point."""
 
@@ -99,12 +138,18 @@ class Retriever:
         limits: SearchLimits | None = None,
         fusion: Fusion = "rrf",
         query_cache: int = 0,
+        query_embedder: Embedder | None = None,
     ) -> None:
+        """``query_embedder``: what embeds queries when it is not ``embedder`` (the int8 query
+        encoder; documents keep ``embedder``'s vectors)."""
         if embedder.dim != index_config.dim:
             raise ValueError(
                 f"embedder gives {embedder.dim}-d vectors, index is {index_config.dim}"
             )
         self.embedder = embedder
+        self.query_embedder = query_embedder or embedder
+        if self.query_embedder.dim != embedder.dim:
+            raise ValueError("the query embedder's dimension differs from the documents'")
         self.index = VectorIndex(index_config)
         self.lexical = LexicalIndex()
         self.limits = limits or SearchLimits()
@@ -112,10 +157,10 @@ class Retriever:
         # Query vectors by exact query text. An embedder is deterministic (one text, one
         # vector), so a cached vector is the vector: rankings are identical with or without
         # the cache. It matters for a neural embedder, whose ~10 ms per query would otherwise
-        # cap a 2-core replica near 100 req/s (docs/retriever.md, Embedders).
-        self.query_vector = (
-            lru_cache(maxsize=query_cache)(self._embed_query) if query_cache else self._embed_query
-        )
+        # cap a 2-core replica near 100 req/s (docs/retriever.md, Embedders). With the int8
+        # encoder and micro-batching a vector may depend on its batch-mates (query_batcher.py):
+        # the cache then keeps the first one computed, so a repeated query ranks the same.
+        self.query_cache = QueryVectorCache(query_cache)
         self.docs: dict[str, DocMeta] = {}
         self.quality: dict[str, float] = {}
         self._quality_versions: dict[str, int | None] = {}
@@ -226,13 +271,29 @@ class Retriever:
         return self._docs_changed.is_set()
 
     # -- search ------------------------------------------------------------------------------
+    def query_vector(self, query: str) -> npt.NDArray[np.float32]:
+        """``query``'s vector, from the cache or embedded alone (and cached)."""
+        vector = self.query_cache.get(query)
+        if vector is None:
+            vector = self.query_cache.put(query, self._embed_query(query))
+        return vector
+
     def search(
-        self, query: str, top_k: int, *, lane: str | None, mode: Mode, weights: Weights
+        self,
+        query: str,
+        top_k: int,
+        *,
+        lane: str | None,
+        mode: Mode,
+        weights: Weights,
+        qvec: npt.NDArray[np.float32] | None = None,
     ) -> SearchOutcome:
-        """Retrieve, filter by lane, blend with quality, rank (ties by doc_id)."""
+        """Retrieve, filter by lane, blend with quality, rank (ties by doc_id). ``qvec``: the
+        query's vector when the caller has it (the API's micro-batcher)."""
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
-        qvec = self.query_vector(query) if mode != "lexical" else None
+        if qvec is None and mode != "lexical":
+            qvec = self.query_vector(query)
         timings["embed"] = time.perf_counter() - t0
         lim = self.limits
         n = candidate_count(top_k, lim.overfetch, lim.min_candidates, lim.max_candidates)
@@ -254,18 +315,13 @@ class Retriever:
         return SearchOutcome(hits, timings)
 
     def _embed_query(self, query: str) -> npt.NDArray[np.float32]:
-        vector: npt.NDArray[np.float32] = self.embedder.embed([query])
+        vector: npt.NDArray[np.float32] = self.query_embedder.embed([query])
         vector.setflags(write=False)  # shared by every search of this text
         return vector
 
     def query_cache_stats(self) -> dict[str, int]:
         """Hits, misses and entries of the query-vector cache (zeros when it is off)."""
-        info = getattr(self.query_vector, "cache_info", None)
-        if info is None:
-            return {"hits": 0, "misses": 0, "entries": 0, "capacity": 0}
-        stats = info()
-        return {"hits": stats.hits, "misses": stats.misses, "entries": stats.currsize,
-                "capacity": stats.maxsize or 0}  # fmt: skip
+        return self.query_cache.stats()
 
     def _candidates(
         self, query: str, qvec: npt.NDArray[np.float32] | None, n: int, mode: Mode

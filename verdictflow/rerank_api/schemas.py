@@ -148,6 +148,11 @@ class Health(BaseModel):
     index: dict[str, int | str]
     #: The query-vector cache: hits, misses, entries, capacity.
     query_cache: dict[str, int]
+    #: The version of what embeds queries (the int8 encoder's, or ``embedder`` itself).
+    query_encoder: str = ""
+    #: The query micro-batcher: queries, passes, mean and largest batch, passes by size
+    #: (None when batching is off or the embedder cannot batch).
+    query_batches: dict[str, Any] | None = None
     #: Why the topic follower is not following, while it reconnects (None otherwise).
     error: str | None = None
 

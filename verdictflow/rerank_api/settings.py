@@ -52,6 +52,18 @@ class ApiSettings(BaseSettings):
     #: Threads of one query embedding (neural embedder). 1: requests run side by side on the
     #: search threads instead of one request's matrix products taking every core.
     embed_threads: Annotated[int, Field(ge=1, le=64)] = 1
+    #: How the neural model embeds queries: ``int8`` (ONNX Runtime dynamic quantisation; 31 %
+    #: less CPU per query, SciFact nDCG@10 within 0.005 of fp32: docs/scaling.md) or ``fp32``.
+    #: Documents are always embedded as trained. Ignored by the hashing embedder.
+    query_encoder: Literal["fp32", "int8"] = "int8"
+    #: Queries embedded in one forward pass at most; 1 (the default): each alone, on the search
+    #: thread. Micro-batching did not pay on the 2-core AMD EPYC it was measured on (146 vs
+    #: 164 req/s closed loop with int8): docs/scaling.md says when it may. See query_batcher.py.
+    query_batch_max: Annotated[int, Field(ge=1, le=256)] = 1
+    #: Longest wait for a batch to fill, under load only (a lone query never waits).
+    query_batch_wait_ms: Annotated[float, Field(ge=0, le=50)] = 2.0
+    #: Forward passes at once (each on its own thread): one per core the replica may use.
+    query_batch_workers: Annotated[int, Field(ge=1, le=64)] = 2
     #: Query vectors kept by exact query text (LRU; 0: off). 10,000 x 384 floats: ~16 MB.
     query_cache: Annotated[int, Field(ge=0, le=10_000_000)] = 10_000
     dim: Annotated[int, Field(ge=8, le=4096)] = 384

@@ -8,6 +8,7 @@ own code (embedder, FAISS index, BM25, blend), or a running ``/search`` to query
     fusion: rrf              # hybrid only: rrf | combsum
     embedder: hashing        # hashing | sentence-transformers (local weights only)
     embed_model_dir: null    # sentence-transformers: a local model (default: the packaged one)
+    query_encoder: fp32      # sentence-transformers: fp32 | int8 (queries only; as the API's)
     dim: 384
     index: auto              # flat | hnsw | auto (the API's rule: HNSW from 20,000 documents)
     candidate_depth: null    # candidates blended per query (at least k); null: the API's rule
@@ -44,7 +45,7 @@ Weight = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 ARTIFACTS_QUALITY = Path("artifacts/id_quality.jsonl")
 #: Keys that only an in-process retriever uses; a ``url`` config may not set them.
 _IN_PROCESS_KEYS = ("embedder", "embed_model_dir", "dim", "index", "candidate_depth", "quality",
-                    "fusion")  # fmt: skip
+                    "fusion", "query_encoder")  # fmt: skip
 
 
 class BlendWeights(BaseModel):
@@ -65,6 +66,8 @@ class RetrieverConfig(BaseModel):
     fusion: Fusion = "rrf"
     embedder: Literal["hashing", "sentence-transformers"] = "hashing"
     embed_model_dir: str | None = None
+    #: How queries are embedded (neural embedder): fp32, or the API's int8 encoder.
+    query_encoder: Literal["fp32", "int8"] = "fp32"
     dim: Annotated[int, Field(ge=8, le=4096)] = 384
     index: Literal["flat", "hnsw", "auto"] = "auto"
     candidate_depth: Annotated[int, Field(ge=1, le=100_000)] | None = None
@@ -123,6 +126,8 @@ def behaviour(config: RetrieverConfig, quality_digest: str | None) -> dict[str, 
     settings["embedder"] = config.embedder
     if config.embedder != "hashing":
         settings["embed_model_sha256"] = _weights_sha256(config.embed_model_dir)
+        if config.query_encoder != "fp32":  # fp32 digests stay what they were
+            settings["query_encoder"] = config.query_encoder
     settings["dim"] = config.dim
     if config.mode == "hybrid":
         settings["fusion"] = config.fusion

@@ -103,7 +103,22 @@ def build_retriever(
         embedder = make_embedder(
             config.embedder, config.dim, config.embed_model_dir, threads=os.cpu_count() or 1
         )
-        retriever = Retriever(embedder, _index_config(config), _limits(config), config.fusion)
+        queries = embedder
+        if config.embedder != "hashing" and config.query_encoder != "fp32":
+            queries = make_embedder(
+                config.embedder,
+                config.dim,
+                config.embed_model_dir,
+                threads=1,
+                quantize=config.query_encoder,
+            )
+        retriever = Retriever(
+            embedder,
+            _index_config(config),
+            _limits(config),
+            config.fusion,
+            query_embedder=queries,
+        )
         vectors = corpus_vectors(embedder, corpus, progress)
         retriever.load([DocMeta(d.doc_id, d.text) for d in corpus], vectors)
         if loaded.quality_path is not None:
