@@ -228,7 +228,10 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
                 continue
             committed = self._committed_offset.get(tp)
             head = 0 if committed is None else int(committed)  # none: read from the start
-            end = self.highwater(tp)
+            try:
+                end = self.highwater(tp)
+            except Exception:  # not assigned any more (a rebalance): skip it
+                continue
             passed = self._passed_on.get(tp)
             if end is None or end <= head or (passed is not None and passed >= head):
                 self._stalled_since.pop(tp, None)
