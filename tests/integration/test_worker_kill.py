@@ -1,4 +1,4 @@
-"""A worker SIGKILLed at four seeded moments of a 2,500-answer replay, restarted each time,
+"""A worker SIGKILLed at four seeded moments of a 4,000-answer replay, restarted each time,
 loses nothing: every valid input gets its verdicts, and duplicates share a verdict_id and bytes.
 
 Groups of variants are open in the changelog-backed table when the worker dies, so this also
@@ -33,7 +33,7 @@ from verdictflow.scoring_setup import load_scoring
 
 pytestmark = pytest.mark.broker
 
-ANSWERS = 2_500
+ANSWERS = 4_000
 KILLS = 4
 KILL_SEED = 20261122
 #: No output record for this long while verdicts are missing: the pipeline stalled.
