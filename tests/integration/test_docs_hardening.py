@@ -77,9 +77,12 @@ def test_bad_vectors_versions_and_a_duplicate_storm(settings_factory, worker_fac
             client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t")
 
             async def normal_found() -> bool:
+                # 503 not_ready until the follower has caught up (under load, seconds): wait
+                if (await client.get("/healthz")).status_code != 200:
+                    return False
                 return "normal" in await search_ids(client, "emperor penguins antarctic")
 
-            await wait_for(normal_found, 10)
+            await wait_for(normal_found, 30)
             health = (await client.get("/healthz")).json()
             assert health["ready"] is True
             assert health["error"] is None
