@@ -15,6 +15,7 @@ from verdictflow.embedders import (
     weights_digest,
 )
 from verdictflow.evaluators.embedding import default_embedder
+from verdictflow.scoring_jobs.rq_inputs import file_digest
 
 
 def test_default_is_the_embedder_shared_with_the_quality_agents() -> None:
@@ -119,7 +120,7 @@ class TestMiniLM:
         assert int8.weights_sha256[:24] in cached[0].name
         identity = embedder_identity(int8)
         assert identity["quantize"] == embedders.INT8_RECIPE
-        assert identity["quantized_sha256"] == embedders.file_sha256(cached[0])
+        assert identity["quantized_sha256"] == file_digest(cached[0])
         assert int8.version.startswith(minilm.version)
         assert int8.version != minilm.version
         assert "quantize" not in embedder_identity(minilm)  # fp32 identities unchanged

@@ -51,6 +51,7 @@ import numpy as np
 
 from verdictflow.evaluators.embedding import Embedder, FloatMatrix, default_embedder
 from verdictflow.exceptions import VerdictflowError
+from verdictflow.scoring_jobs.rq_inputs import file_digest
 
 logger = logging.getLogger(__name__)
 
@@ -162,14 +163,6 @@ def int8_model(exported: Path, weights_sha256: str) -> Path:
     return target
 
 
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 class NeuralEmbedder:
     """A sentence-transformers model on the CPU: L2-normalised float32 rows, one text at a time."""
 
@@ -251,7 +244,7 @@ class NeuralEmbedder:
 
         exported = Path(str(self._model[0].auto_model.path))
         model = int8_model(exported, self.weights_sha256)
-        self.quantized_sha256 = file_sha256(model)
+        self.quantized_sha256 = file_digest(model)
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1

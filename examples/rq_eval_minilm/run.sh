@@ -14,16 +14,13 @@ OUT="$HERE/out"
 mkdir -p "$OUT"
 common=(--corpus "$DATA/corpus.jsonl" --queries "$DATA/queries.jsonl"
         --truth "$DATA/qrels/test.tsv" --k 10)
-"$BIN/verdictflow" rq-eval "${common[@]}" \
-  --configA "$HERE/minilm_dense.yaml" --configB "$HERE/minilm_hybrid.yaml" \
-  --out "$OUT/dense_vs_hybrid.json" --csv "$OUT/dense_vs_hybrid.csv"
-"$BIN/verdictflow" rq-eval "${common[@]}" \
-  --configA "$HERE/bm25.yaml" --configB "$HERE/minilm_hybrid_combsum.yaml" \
-  --out "$OUT/bm25_vs_combsum.json" --csv "$OUT/bm25_vs_combsum.csv"
+# A/B on SciFact: configA, configB, output name.
+ab() {
+  "$BIN/verdictflow" rq-eval "${common[@]}" --configA "$HERE/$1.yaml" --configB "$HERE/$2.yaml" \
+    --out "$OUT/$3.json" --csv "$OUT/$3.csv"
+}
+ab minilm_dense minilm_hybrid dense_vs_hybrid
+ab bm25 minilm_hybrid_combsum bm25_vs_combsum
 # 3. The API's int8 query encoder against fp32 queries, dense and hybrid (issue 32).
-"$BIN/verdictflow" rq-eval "${common[@]}" \
-  --configA "$HERE/minilm_dense.yaml" --configB "$HERE/minilm_dense_int8.yaml" \
-  --out "$OUT/dense_fp32_vs_int8.json" --csv "$OUT/dense_fp32_vs_int8.csv"
-"$BIN/verdictflow" rq-eval "${common[@]}" \
-  --configA "$HERE/minilm_hybrid.yaml" --configB "$HERE/minilm_hybrid_int8.yaml" \
-  --out "$OUT/hybrid_fp32_vs_int8.json" --csv "$OUT/hybrid_fp32_vs_int8.csv"
+ab minilm_dense minilm_dense_int8 dense_fp32_vs_int8
+ab minilm_hybrid minilm_hybrid_int8 hybrid_fp32_vs_int8
