@@ -27,7 +27,10 @@ from verdictflow.evaluators.policy import Policy
 from verdictflow.models.events import AnswerEvent
 from verdictflow.scoring_setup import load_scoring
 
-PROBE = Path(__file__).resolve().parents[1] / "tests/data/relation_swaps.jsonl"
+ROOT = Path(__file__).resolve().parents[1]
+PROBE = ROOT / "tests/data/relation_swaps.jsonl"
+#: The second probe, written before the relation signals and never used to tune them.
+HELD_OUT = PROBE.with_name("relation_swaps_heldout.jsonl")
 #: Kinds whose score is higher for a better answer (hallucination is flipped).
 KINDS = ("faithfulness", "groundedness", "hallucination", "relevance", "completeness")
 
@@ -78,10 +81,16 @@ def probe(pairs: list[dict[str, str]]) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--probe",
+        type=Path,
+        default=PROBE,
+        help=f"pairs file (the held-out probe: {HELD_OUT.relative_to(ROOT)})",
+    )
     args = parser.parse_args()
-    pairs = load_pairs()
+    pairs = load_pairs(args.probe)
     result = probe(pairs)
-    print(f"{len(pairs)} pairs from {PROBE.name}\n")
+    print(f"{len(pairs)} pairs from {args.probe.name}\n")
     print("| kind | pairs scored | pairwise accuracy | swapped FAIL | faithful PASS |")
     print("|---|---|---|---|---|")
     for kind, f in result["figures"].items():
@@ -90,6 +99,9 @@ def main() -> None:
     print("\nfaithfulness pairwise accuracy by category:")
     for category, accuracy in result["categories"].items():
         print(f"- {category}: {accuracy:.2f}")
+    print("\nfaithfulness per pair (category, faithful score, swapped score, swapped decision):")
+    for category, good, bad, decision in result["rows"]:
+        print(f"- {category}: {good:.3f} / {bad:.3f} {decision}")
     if args.json:
         print(json.dumps(result["figures"]))
 

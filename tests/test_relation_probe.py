@@ -1,11 +1,10 @@
-"""The relation-swap probe of issue 31 runs in the suite: its pairs are well formed, and the
-verdicts' figures on it are pinned where they stand, so a change that makes relations less
-visible fails here, and one that makes them visible shows (then raise the pins).
+"""The relation-swap probes of issue 31 run in the suite: their pairs are well formed, and the
+faithfulness verdict meets the issue's targets on both: the probe written before the relation
+signals (34 pairs) and the held-out one written before them and never used to tune them (18).
 
-Figures on 2026-11-25 (``python bench/relation_probe.py``): faithfulness pairwise accuracy
-0.500 (ties: the swapped words are the faithful answer's), 0 of 34 swapped answers FAIL, 34 of
-34 faithful answers PASS. The issue's targets (pairwise >= 0.80, half the swaps FAIL) are not
-met yet.
+Figures on 2026-11-26 (``python bench/relation_probe.py [--probe ...]``): see
+docs/verdicts/faithfulness.md, "Relations". Before the relation signals: pairwise 0.500, 0 of
+34 swaps FAIL.
 """
 
 from __future__ import annotations
@@ -44,10 +43,16 @@ def test_the_probe_covers_every_relation_kind_with_30_pairs_or_more() -> None:
         assert set(p) == {"category", "context", "query", "faithful", "swapped"}
 
 
-def test_relation_figures_do_not_fall_below_where_they_stand() -> None:
-    figures = probe(load_pairs())["figures"]
-    faithfulness = figures["faithfulness"]
-    assert faithfulness["pairs"] == len(load_pairs()), "no pair may defer"
-    assert faithfulness["pairwise"] >= 0.5
-    assert faithfulness["faithful_pass"] >= 32  # of 34; the issue asks >= 28 of 32
-    assert figures["hallucination"]["pairwise"] >= 0.5
+def test_the_issue_targets_hold_on_both_probes() -> None:
+    """Targets: pairwise >= 0.80, at least half of the swaps FAIL, faithful answers PASS
+    (>= 28 of 32 in the issue: here at most one faithful answer in 17 may FAIL)."""
+    for path in (bench.PROBE, bench.HELD_OUT):
+        pairs = load_pairs(path)
+        figures = probe(pairs)["figures"]
+        faithfulness = figures["faithfulness"]
+        assert faithfulness["pairs"] == len(pairs), "no pair may defer"
+        assert faithfulness["pairwise"] >= 0.80, (path.name, faithfulness)
+        assert faithfulness["swapped_fail"] >= len(pairs) / 2, (path.name, faithfulness)
+        assert faithfulness["faithful_pass"] >= len(pairs) - len(pairs) // 17, path.name
+        # the lexical verdicts stay blind to relations (their figures are the contrast)
+        assert figures["groundedness"]["pairwise"] < 0.6

@@ -77,12 +77,12 @@ PINNED = {
     # Faithfulness with the packaged model, which was fitted on these sets (in sample: the
     # held-out figures are bench/validate_faithfulness.py's).
     "halueval/faithfulness/defer": 4,
-    "halueval/faithfulness/roc_auc": 0.9018,
-    "halueval/faithfulness/roc_auc_scored_only": 0.9662,
+    "halueval/faithfulness/roc_auc": 0.9021,
+    "halueval/faithfulness/roc_auc_scored_only": 0.9665,
     "qags-cnndm/faithfulness/defer": 0,
-    "qags-cnndm/faithfulness/pearson": 0.2928,
+    "qags-cnndm/faithfulness/pearson": 0.2951,
     "qags-xsum/faithfulness/defer": 0,
-    "qags-xsum/faithfulness/pearson": 0.4778,
+    "qags-xsum/faithfulness/pearson": 0.4755,
 }
 
 

@@ -424,3 +424,39 @@ def test_an_antonym_is_never_a_stand_in(scoring) -> None:
     values = {s["name"]: s["value"] for s in v.evidence["signals"]}
     assert values["paraphrased_share"] == 0.0
     assert values["antonym_swaps"] > 0
+
+
+def test_questions_back_and_pleasantries_are_not_checked_as_claims(scoring) -> None:
+    plain = score(scoring, "Protesters gathered in front of the Russian embassy in Berlin.")
+    chat = score(
+        scoring,
+        "Great question! Protesters gathered in front of the Russian embassy in Berlin. "
+        "Have you ever been to Vienna?",
+    )
+    assert chat.decision is Decision.PASS, chat.evidence
+    assert chat.score == pytest.approx(plain.score, abs=0.05)
+    # the question's name is not a fabricated fact: it claims nothing
+    assert "Vienna" not in findings(chat, "novel_propn") + findings(chat, "fabricated_facts")
+    # the same name stated as a fact is one
+    stated = score(
+        scoring, "Protesters gathered in front of the Russian embassy in Berlin and Vienna."
+    )
+    assert stated.score < plain.score
+
+
+def test_a_turn_that_claims_nothing_defers(scoring) -> None:
+    for answer in ("Which embassy do you mean?", "You're welcome, glad I could help!"):
+        v = score(scoring, answer)
+        assert v.decision is Decision.DEFER, answer
+        assert v.reasons[0].code is ReasonCode.NO_ANCHORS
+        assert "no claim" in v.reasons[0].detail or "no number" in v.reasons[0].detail
+
+
+def test_a_swapped_role_fails_with_the_supporting_sentence_as_evidence(scoring) -> None:
+    context = ["Oracle acquired Sun Microsystems in 2010 for 7.4 billion dollars."]
+    right = score(scoring, "Oracle acquired Sun Microsystems in 2010.", context)
+    swapped = score(scoring, "Sun Microsystems acquired Oracle in 2010.", context)
+    assert right.decision is Decision.PASS, right.evidence
+    assert swapped.decision is Decision.FAIL, swapped.evidence
+    (finding,) = [f for f in swapped.evidence["findings"] if f["signal"] == "role_swaps"]
+    assert "Oracle acquired Sun Microsystems" in finding["context"]["text"]

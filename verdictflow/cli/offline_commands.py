@@ -25,6 +25,7 @@ FAITHFULNESS_SETS = (
     "qags-cnndm",
     "qags-xsum",
     "summeval",
+    "perturbations-relations",
 )
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from verdictflow.evaluators.anchors import Anchor, HedgedClaim, extract_anchors
@@ -31,9 +31,15 @@ from verdictflow.evaluators.evidence_index import (
 )
 from verdictflow.evaluators.faithfulness_signals import (
     AnswerSentence,
+    Coverages,
+    SentenceRelations,
     WordRelations,
     answer_sentences,
+    claim_coverages,
+    supporting_sentences,
 )
+from verdictflow.evaluators.relation_frames import MAX_SUPPORT_CHARS, Frame, frame
+from verdictflow.evaluators.relations import checkable
 from verdictflow.models.events import AnswerEvent
 
 #: Components the hallucination check uses (the rest of the pipeline stays disabled).
@@ -46,6 +52,11 @@ INDEX_BYTES_PER_CHAR = 90
 #: Estimated bytes of index memory the context cache holds by default (~3 million characters
 #: of context, some 700 retrieved passages of 4 KB).
 CACHE_BYTES = 256 * 1024 * 1024
+#: Parsed supporting sentences kept (their relation frames), by text: retrieval returns the same
+#: passages again and again, and their best sentences with them.
+SUPPORT_CACHE_ENTRIES = 8192
+#: Characters of supporting sentences an answer may have parsed even when it is shorter.
+SUPPORT_CHARS_FLOOR = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +69,10 @@ class ParsedAnswer:
     contexts: tuple[EvidenceIndex, ...]
     #: The answer's sentences and content words, for the faithfulness signals.
     sentences: tuple[AnswerSentence, ...] = ()
+    #: Its sentences' relations against their best-supporting context sentences.
+    relations: tuple[SentenceRelations, ...] = ()
+    #: Each claim's coverage by the context sentences (computed once, for both).
+    coverages: Coverages = ()
 
 
 class ContextCache:
@@ -111,8 +126,12 @@ class AnswerAnalyzer:
         cache_bytes: int = CACHE_BYTES,
         batch_size: int = 64,
         lexicon: WordRelations | None = None,
+        relations: bool = True,
     ) -> None:
         self.nlp = nlp
+        #: Parse each claim's best-supporting context sentence for the relation signals
+        #: (off: the relation signals are 0, as before issue 31; the cost bench compares).
+        self.relations = relations
         self.lexicon = lexicon
         self.entity_anchors = entity_anchors
         self.term_anchors = term_anchors
@@ -120,6 +139,7 @@ class AnswerAnalyzer:
         self.batch_size = batch_size
         self.cache = ContextCache(cache_bytes)
         self._indexer: ContextIndexer | None = None
+        self._support_frames: OrderedDict[str, Frame] = OrderedDict()
 
     def _index_missing(self, texts: Sequence[str]) -> list[EvidenceIndex]:
         if self.context_index == "parse":
@@ -155,6 +175,7 @@ class AnswerAnalyzer:
         indexes = self._indexes(context_texts)
         answer_docs = self.nlp.pipe([e.answer for e in events], batch_size=self.batch_size)
         parsed = []
+        pending: list[list[tuple[Frame, int, tuple[int, int], str]]] = []
         for event, doc in zip(events, answer_docs, strict=True):
             anchors, hedged = extract_anchors(
                 doc,
@@ -162,13 +183,73 @@ class AnswerAnalyzer:
                 term_anchors_always=self.term_anchors == "always",
             )
             contexts = tuple(indexes[c.text] for c in event.context_passages if c.text.strip())
+            sentences = answer_sentences(doc, self.lexicon)
+            coverages = claim_coverages(sentences, contexts) if self.relations else ()
+            pending.append(self._relation_candidates(doc, sentences, contexts, coverages))
             parsed.append(
                 ParsedAnswer(
-                    tuple(anchors),
-                    tuple(hedged),
-                    tuple(content_words(doc)),
-                    contexts,
-                    answer_sentences(doc, self.lexicon),
+                    tuple(anchors), tuple(hedged), tuple(content_words(doc)), contexts,
+                    sentences, coverages=coverages,
                 )
+            )  # fmt: skip
+        frames = self._frames_of({text for items in pending for *_, text in items})
+        out = []
+        for answer, items in zip(parsed, pending, strict=True):
+            relations = tuple(
+                SentenceRelations(answer_frame, frames[text], context, span)
+                for answer_frame, context, span, text in items
             )
-        return parsed
+            out.append(replace(answer, relations=relations))
+        return out
+
+    def _relation_candidates(
+        self,
+        doc: Any,
+        sentences: Sequence[AnswerSentence],
+        contexts: Sequence[EvidenceIndex],
+        coverages: Coverages,
+    ) -> list[tuple[Frame, int, tuple[int, int], str]]:
+        """The claims that state a relation the checks can test (``relations.checkable``: a
+        verb with its roles, a comparison, a value written with digits), each with its
+        best-supporting context sentence's place and text, when that sentence is short enough
+        to parse (:data:`MAX_SUPPORT_CHARS`)."""
+        out: list[tuple[Frame, int, tuple[int, int], str]] = []
+        if not self.relations:
+            return out
+        supports = supporting_sentences(sentences, contexts, coverages)
+        # Bounded cost: supporting sentences of at most the answer's own length in all (and
+        # at least SUPPORT_CHARS_FLOOR), so the extra parse stays within one answer's parse
+        # however long the answer (issue 28's per-record budget holds).
+        budget = max(len(doc.text), SUPPORT_CHARS_FLOOR)
+        for sent, sentence, support in zip(doc.sents, sentences, supports, strict=True):
+            if support is None or not sentence.claim:
+                continue
+            context, (start, end) = support
+            text = contexts[context].text[start:end]
+            if len(text) > MAX_SUPPORT_CHARS:
+                continue
+            answer_frame = frame(sent)
+            if checkable(answer_frame):
+                budget -= len(text)
+                if budget < 0:
+                    break
+                out.append((answer_frame, context, (start, end), text))
+        return out
+
+    def _frames_of(self, texts: set[str]) -> dict[str, Frame]:
+        """Relation frames of supporting sentences: cached, the rest parsed in one call."""
+        found: dict[str, Frame] = {}
+        missing = []
+        for text in sorted(texts):
+            cached = self._support_frames.get(text)
+            if cached is None:
+                missing.append(text)
+            else:
+                self._support_frames.move_to_end(text)
+                found[text] = cached
+        for text, doc in zip(missing, self.nlp.pipe(missing, batch_size=self.batch_size),
+                             strict=True):  # fmt: skip
+            found[text] = self._support_frames[text] = frame(doc[:])
+            while len(self._support_frames) > SUPPORT_CACHE_ENTRIES:
+                self._support_frames.popitem(last=False)
+        return found

@@ -54,7 +54,10 @@ def faithfulness_signals(event: AnswerEvent, parsed: ParsedAnswer, ctx: ScoringC
         tok.tokens(event.answer), [tok.tokens(c.text) for c in event.context_passages]
     ).score
     result = anchor_checks(parsed, ctx)
-    return compute_signals(parsed.sentences, event.answer, result, parsed.contexts, q1 or 0.0)
+    return compute_signals(
+        parsed.sentences, event.answer, result, parsed.contexts, q1 or 0.0, parsed.relations,
+        parsed.coverages or None,
+    )  # fmt: skip
 
 
 def _driver_reason(prediction: Prediction, ctx: ScoringContext, signals: Signals) -> Reason:
@@ -112,6 +115,11 @@ def defer_decision(event: AnswerEvent, parsed: ParsedAnswer) -> tuple[Decision, 
     if not parsed.anchors or not any(s.tokens for s in parsed.sentences):
         # The hallucination check's rule: nothing it could find unsupported ("Yes.", "No.").
         return defer(ReasonCode.NO_ANCHORS, "no number, date, entity, claim or term to check")
+    if not any(s.claim for s in parsed.sentences):
+        return defer(
+            ReasonCode.NO_ANCHORS,
+            "no claim to check: only questions back to the user and pleasantries",
+        )
     return None
 
 

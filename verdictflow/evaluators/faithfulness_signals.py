@@ -62,12 +62,14 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from verdictflow.evaluators.anchors import ENTITY_LABELS
 from verdictflow.evaluators.evidence_index import EvidenceIndex, Span, context_excerpt
 from verdictflow.evaluators.hallucination import AnchorCheck, HallucinationResult
+from verdictflow.evaluators.relation_frames import Frame
+from verdictflow.evaluators.relations import conflicts
 from verdictflow.evaluators.sentence_alignment import SentenceCoverage, SentenceIndex
 
 #: Anchor kinds that state a fact: one unsupported, with something new in it, is made up.
@@ -107,12 +109,53 @@ class AnswerToken:
 
 @dataclass(frozen=True, slots=True)
 class AnswerSentence:
-    """One answer sentence: its span, content words and whether it is negated."""
+    """One answer sentence: its span, content words, whether it is negated, and whether it
+    states anything (``claim``: False for a question back to the user or a pleasantry)."""
 
     start: int
     end: int
     tokens: tuple[AnswerToken, ...]
     negated: bool
+    claim: bool = True
+
+
+#: Words of the pleasantries a chat answer wraps its facts in ("Hope that helps!", "Great
+#: question!", "You're welcome"): a sentence made of these and stop words states nothing.
+PHATIC_WORDS = frozenset({
+    "hope", "help", "helpful", "welcome", "thank", "thanks", "glad", "happy", "sure", "great",
+    "good", "nice", "awesome", "cool", "wow", "sorry", "hi", "hello", "hey", "bye", "goodbye",
+    "fun", "exciting", "wonderful", "interesting", "question", "sound", "luck", "pleasure",
+    "course", "absolutely", "definitely", "fascinating", "amazing", "lovely", "ok", "okay",
+})  # fmt: skip
+#: An exclamation this short without a name or number is a reaction, not a claim ("How
+#: exciting!", "Your dad has good taste!"); "It was the tallest building in the world!" is one.
+SHORT_EXCLAMATION = 6
+#: A question this short without a name is addressed to the user ("Which one?").
+SHORT_QUESTION = 6
+
+
+def _is_claim(sent: Any) -> bool:
+    """Whether a sentence of a (conversational) answer states something the contexts should
+    back. Not a claim: a question to the user ("Do you have a favourite rider?"), a short
+    exclamation without a name or number ("That's wonderful!"), a sentence of pleasantries
+    only ("Hope that helps."). Dialogue error analysis (docs/verdicts/faithfulness.md): these
+    turned grounded chat answers into FAILs, their words being found in no context."""
+    words = [t for t in sent if not (t.is_punct or t.is_space)]
+    if not words:
+        return False
+    last = sent[-1].text if not sent[-1].is_space else sent[-2].text if len(sent) > 1 else ""
+    if last.endswith("?"):
+        # a question back to the user ("Have you been there?"), not a rhetorical one that
+        # carries the content ("How can we build agents that solve social dilemmas?")
+        return not (
+            any(t.lower_ in ("you", "your", "yours") for t in words)
+            or (len(words) <= SHORT_QUESTION and not any(_is_named(t) for t in words))
+        )
+    if all((t.is_stop and not t.like_num) or t.lemma_.lower() in PHATIC_WORDS for t in words):
+        return False  # "Hope that helps!" (spaCy may take "Hope" for a name)
+    if any(_is_named(t) for t in words):
+        return True
+    return not (last.endswith("!") and len(words) < SHORT_EXCLAMATION)
 
 
 def _is_named(token: Any) -> bool:
@@ -172,7 +215,9 @@ def answer_sentences(doc: Any, lexicon: WordRelations | None = None) -> tuple[An
             and any(c.isalnum() for c in t.text)
         )
         negated = any(t.lower_ in NEGATIONS or t.dep_ == "neg" for t in sent)
-        sentences.append(AnswerSentence(sent.start_char, sent.end_char, tokens, negated))
+        sentences.append(
+            AnswerSentence(sent.start_char, sent.end_char, tokens, negated, _is_claim(sent))
+        )
     return tuple(sentences)
 
 
@@ -200,6 +245,17 @@ class Finding:
         if self.context is not None and self.context_span is not None:
             record["context"] = context_excerpt(contexts, self.context, self.context_span)
         return record
+
+
+@dataclass(frozen=True, slots=True)
+class SentenceRelations:
+    """An answer sentence's relations and those of its best-supporting context sentence
+    (:mod:`~verdictflow.evaluators.relations`), which the analyzer parsed for it."""
+
+    answer: Frame
+    support: Frame
+    context: int
+    span: Span
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,7 +287,13 @@ DETAIL_SIGNALS: tuple[str, ...] = (
     "unsupported_number_share",
     "misplaced_names",
     "antonym_swaps",
+    "role_swaps",
+    "misbound_facts",
+    "order_conflicts",
 )
+#: The signals of the relation checks (:mod:`~verdictflow.evaluators.relations`), whose weights
+#: the relation perturbation set teaches (``scoring_jobs/faithfulness_training.fit``).
+RELATION_SIGNALS: tuple[str, ...] = ("role_swaps", "misbound_facts", "order_conflicts")
 #: Every signal, in the order the model file lists them.
 SIGNAL_NAMES: tuple[str, ...] = SUPPORT_SIGNALS + DETAIL_SIGNALS
 _MORE_IS_BETTER = frozenset(
@@ -311,24 +373,90 @@ def _flipped_prefix(token: AnswerToken, terms: frozenset[str]) -> str | None:
     return None
 
 
+#: Each claim's coverage by the context sentences, by the claim's first character: computed
+#: once by the analyzer (which needs each claim's best sentence to parse it) and reused here.
+Coverages = tuple[tuple[int, SentenceCoverage], ...]
+
+
+def claim_coverages(
+    sentences: Sequence[AnswerSentence], contexts: Sequence[EvidenceIndex]
+) -> Coverages:
+    """The coverage of every claim with content words by the context sentences (what
+    :func:`compute_signals` aligns; empty without contexts)."""
+    candidates = _context_sentences(contexts)
+    claims = [s for s in sentences if s.claim and s.tokens]
+    if not candidates or not claims:
+        return ()
+    index = SentenceIndex(
+        [c.terms for c in candidates],
+        [c.context for c in candidates],
+        (w for s in claims for t in s.tokens for w in (t.lower, t.lemma)),
+    )
+    return tuple((s.start, index.coverage([(t.lower, t.lemma) for t in s.tokens])) for s in claims)
+
+
+def supporting_sentences(
+    sentences: Sequence[AnswerSentence],
+    contexts: Sequence[EvidenceIndex],
+    coverages: Coverages,
+) -> list[tuple[int, Span] | None]:
+    """For each answer sentence, its best-supporting context sentence (context number and
+    span), as :func:`compute_signals` chooses it; None for a sentence that is not a claim,
+    has no content words, or no context. The analyzer parses these for the relation signals."""
+    candidates = _context_sentences(contexts)
+    by_start = dict(coverages)
+    out: list[tuple[int, Span] | None] = []
+    for sentence in sentences:
+        coverage = by_start.get(sentence.start)
+        if coverage is None or not sentence.claim:
+            out.append(None)
+            continue
+        _, chosen = _alignment(sentence, candidates, coverage)
+        out.append((chosen[0].context, (chosen[0].start, chosen[0].end)) if chosen else None)
+    return out
+
+
 def compute_signals(
     sentences: Sequence[AnswerSentence],
     answer_text: str,
     result: HallucinationResult,
     contexts: Sequence[EvidenceIndex],
     groundedness: float,
+    relations: Sequence[SentenceRelations] = (),
+    coverages: Coverages | None = None,
 ) -> Signals:
-    """Every signal of one answer against its contexts (see the module docstring)."""
+    """Every signal of one answer against its contexts (see the module docstring);
+    ``relations``: the answer's sentences parsed against their best-supporting context
+    sentences (none: the relation signals are 0); ``coverages``: :func:`claim_coverages` of
+    the same answer and contexts, when the caller has them already."""
     values: dict[str, float] = {"groundedness": groundedness}
     findings: list[Finding] = []
+    # Questions back to the user and pleasantries state nothing: only claims are checked.
+    chat = [(s.start, s.end) for s in sentences if not s.claim]
+    sentences = [s for s in sentences if s.claim]
+    if chat:
+        result = _without(result, chat)
     candidates = _context_sentences(contexts)
     all_terms: frozenset[str] = frozenset().union(*(c.terms for c in candidates))
     numbers = _context_numbers(contexts)
     novel = _novel_tokens(sentences, all_terms, numbers)
     _anchor_signals(result, novel, numbers, values, findings)
     _novelty_signals(sentences, answer_text, novel, values, findings)
-    _alignment_signals(sentences, answer_text, candidates, all_terms, values, findings)
+    negated_clauses = _relation_signals(relations, answer_text, values, findings)
+    _alignment_signals(
+        sentences, answer_text, candidates, all_terms, values, findings, negated_clauses,
+        dict(coverages) if coverages is not None else None,
+    )  # fmt: skip
     return Signals({name: values[name] for name in SIGNAL_NAMES}, tuple(findings))
+
+
+def _without(result: HallucinationResult, spans: Sequence[tuple[int, int]]) -> HallucinationResult:
+    """The check's result without the anchors inside ``spans`` (sentences that claim nothing)."""
+    checks = tuple(
+        c for c in result.checks
+        if not any(start <= c.anchor.start < end for start, end in spans)
+    )  # fmt: skip
+    return replace(result, checks=checks)
 
 
 def _has_value(check: AnchorCheck) -> bool:
@@ -479,9 +607,12 @@ def _alignment_signals(
     all_terms: frozenset[str],
     values: dict[str, float],
     findings: list[Finding],
+    negated_clauses: int = 0,
+    known: dict[int, SentenceCoverage] | None = None,
 ) -> None:
     """Per answer sentence: its best-supporting context sentence and coverage, its misplaced
-    words, and a negation its support does not have."""
+    words, and a negation its support does not have (``negated_clauses``: the clauses the
+    relation check found negated in the support and not in the answer, counted with them)."""
     coverages: list[float] = []
     paraphrase_coverages: list[float] = []
     flipped = misplaced = swapped = new_words = paraphrased = 0
@@ -493,7 +624,9 @@ def _alignment_signals(
     for sentence in sentences:
         if not sentence.tokens:
             continue
-        coverage = index.coverage([(t.lower, t.lemma) for t in sentence.tokens])
+        coverage = known.get(sentence.start) if known is not None else None
+        if coverage is None:
+            coverage = index.coverage([(t.lower, t.lemma) for t in sentence.tokens])
         for token, deficit in zip(sentence.tokens, coverage.deficits(), strict=True):
             if deficit >= MISPLACED_DEFICIT and token.named:
                 misplaced += 1
@@ -536,7 +669,7 @@ def _alignment_signals(
     values["min_sentence_coverage"] = min(coverages, default=0.0)
     values["mean_sentence_coverage"] = _share(sum(coverages), len(coverages))
     values["misplaced_names"] = _log_count(misplaced)
-    values["negation_flipped"] = _log_count(flipped)
+    values["negation_flipped"] = _log_count(flipped + negated_clauses)
     values["antonym_swaps"] = _log_count(swapped)
     values["paraphrased_share"] = paraphrased / new_words if new_words else 1.0
     values["mean_paraphrase_coverage"] = _share(
@@ -588,3 +721,33 @@ def _antonym_swaps(
                         where.context, (where.start, where.end))
             )  # fmt: skip
     return count
+
+
+#: The relation conflicts that count as a flipped negation (the same fact, stated the other way).
+_AS_NEGATION = {"negated_clauses": "negation_flipped"}
+
+
+def _relation_signals(
+    relations: Sequence[SentenceRelations],
+    answer_text: str,
+    values: dict[str, float],
+    findings: list[Finding],
+) -> int:
+    """Role swaps, misbound values and contradicted comparisons, per answer sentence against
+    its supporting sentence; returns the clauses the support negates (``negation_flipped``)."""
+    counts = {"role_swaps": 0, "misbound_facts": 0, "order_conflicts": 0}
+    negations = 0
+    for item in relations:
+        for conflict in conflicts(item.answer, item.support):
+            signal = _AS_NEGATION.get(conflict.signal, conflict.signal)
+            if signal == "negation_flipped":
+                negations += 1
+            else:
+                counts[signal] += 1
+            findings.append(
+                Finding(signal, answer_text[conflict.start : conflict.end][:200],
+                        conflict.start, conflict.end, conflict.detail, item.context, item.span)
+            )  # fmt: skip
+    for name, count in counts.items():
+        values[name] = _log_count(count)
+    return negations

@@ -49,8 +49,8 @@ class LabelledSet:
 
     @property
     def source(self) -> str:
-        """The data set it comes from (``summedits``, ``halueval``, ``qags``, ``summeval``):
-        training gives every source the same weight, shared by its sets."""
+        """The data set it comes from (``summedits``, ``halueval``, ``qags``, ``summeval``,
+        ``perturbations``): training gives every source the same weight, shared by its sets."""
         return self.name.split("-", 1)[0]
 
 
@@ -162,7 +162,16 @@ LOADERS: dict[str, Callable[[Path], LabelledSet]] = {
     "qags-cnndm": lambda data: qags(data, "cnndm"),
     "qags-xsum": lambda data: qags(data, "xsum"),
     "summeval": summeval,
+    "perturbations-relations": lambda data: _relation_perturbations(data),
 }
+
+
+def _relation_perturbations(data: Path) -> LabelledSet:
+    """The relation perturbation set (built by parsing documents: imported here, when asked)."""
+    from verdictflow.nlp import load_pipeline
+    from verdictflow.scoring_jobs.relation_perturbations import relation_perturbations
+
+    return relation_perturbations(data, load_pipeline())
 
 
 def load_sets(data: Path, names: tuple[str, ...] = tuple(LOADERS)) -> list[LabelledSet]:
