@@ -4,25 +4,11 @@ well as groundedness (figures: docs/verdicts/faithfulness.md, "Dialogue")."""
 
 from __future__ import annotations
 
-import importlib.util
 from collections import Counter
-from typing import Any
 
-from tests.support.paths import ROOT
+from tests.support.paths import ROOT, load_script
 
-
-def load_bench() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "dialogue_probe", ROOT / "bench" / "dialogue_probe.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = load_bench()
+bench = load_script(ROOT / "bench" / "dialogue_probe.py")
 
 
 def test_the_set_is_balanced_and_covers_conversational_kinds() -> None:

@@ -9,25 +9,11 @@ docs/verdicts/faithfulness.md, "Relations". Before the relation signals: pairwis
 
 from __future__ import annotations
 
-import importlib.util
 from collections import Counter
-from typing import Any
 
-from tests.support.paths import ROOT
+from tests.support.paths import ROOT, load_script
 
-
-def load_bench() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "relation_probe", ROOT / "bench" / "relation_probe.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = load_bench()
+bench = load_script(ROOT / "bench" / "relation_probe.py")
 load_pairs, probe = bench.load_pairs, bench.probe
 
 

@@ -7,11 +7,9 @@ with it).
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 
-from tests.support.paths import ROOT
+from tests.support.paths import ROOT, load_script
 
 DATA = ROOT.parent / "shared" / "data"
 
@@ -19,12 +17,7 @@ pytestmark = pytest.mark.skipif(not (DATA / "qags").is_dir(), reason="../shared/
 
 
 def load_validator():
-    spec = importlib.util.spec_from_file_location(
-        "validate_answers", ROOT / "bench" / "validate_answers.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "bench" / "validate_answers.py")
 
 
 def test_groundedness_figures_on_halueval_and_qags():

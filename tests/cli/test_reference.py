@@ -6,26 +6,20 @@ reference fails here, so the documented CLI cannot drift from the real one.
 
 from __future__ import annotations
 
-import importlib.util
 from types import ModuleType
 
-from tests.support.paths import ROOT
+from tests.support.paths import ROOT, load_script
 
 SCRIPT = ROOT / "scripts" / "cli_reference.py"
 REFERENCE = ROOT / "docs" / "cli.md"
 
 
-def load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("cli_reference", SCRIPT)
-    assert spec is not None, f"cannot load {SCRIPT}"
-    assert spec.loader is not None, f"cannot load {SCRIPT}"
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def load_reference_script() -> ModuleType:
+    return load_script(SCRIPT)
 
 
 def test_cli_reference_is_current() -> None:
-    expected = load_script().render()
+    expected = load_reference_script().render()
     actual = REFERENCE.read_text(encoding="utf-8") if REFERENCE.exists() else ""
     assert actual == expected, (
         "docs/cli.md is out of date with the CLI; run `.venv/bin/python scripts/cli_reference.py`"

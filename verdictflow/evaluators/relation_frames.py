@@ -251,7 +251,8 @@ def doc_ents(doc: Any) -> tuple[Any, ...]:
     if cached is None or cached[0] != len(doc):
         cached = (len(doc), tuple(doc.ents))
         doc.user_data["verdictflow_ents"] = cached
-    return tuple(cached[1])
+    ents: tuple[Any, ...] = cached[1]
+    return ents
 
 
 def values_of(span: Any, ents: Sequence[Any] | None = None) -> list[tuple[Value, Any]]:
