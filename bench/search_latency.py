@@ -7,14 +7,17 @@
    number of candidates the API fetches (what a hand-written FAISS endpoint would do per query).
 4. A load generator in a separate process sends POST /search open-loop at ``--rate`` req/s for
    ``--duration`` s (client-side latency from the scheduled send time, so queueing counts), then
-   a closed loop with ``--concurrency`` connections to find the throughput ceiling.
+   closed loops with ``--concurrency`` connections to find the throughput ceiling: every
+   service started stays up, and their closed loops take turns (``--closed-rounds`` rounds of
+   ``--duration / 2`` s each, the median reported), so a drift in the VM's speed hits all alike.
 5. Server-side percentiles come from the app's own timing (middleware + stage timers, exact
    samples at ``GET /stats/latency``): whole request, embed, index search, blend.
 6. ``--embedder sentence-transformers``: the server embeds each query with MiniLM (ONNX
-   Runtime), the queries are SciFact's 1,109 claims (real, distinct, 9-40 words) when
-   ``../shared/data`` is there, and the raw-embedding reference is timed in this process.
+   Runtime), the queries are SciFact's claims and titles (real, 6,292 distinct texts; the
+   query-vector cache is off for this mix, since the closed loops come back to texts the open
+   loop sent) when ``../shared/data`` is there; the raw-embedding reference is timed here.
    The service runs twice on the same artifacts: with its defaults (int8 query encoder,
-   micro-batching) and as the **baseline** (fp32, one query per forward pass: the service
+   micro-batching off) and as the **baseline** (fp32, one query per forward pass: the service
    before issue 32), so ``closed_loop_rps / baseline_closed_loop_rps`` is a same-run ratio.
    ``--json`` ends the output with one JSON line of the headline figures.
 7. The load generator is raw HTTP/1.1 over asyncio streams (pre-encoded requests, keep-alive);
@@ -25,6 +28,7 @@
 
     python bench/search_latency.py [--n 100000] [--rate 200] [--duration 20] [--variants]
         [--embedder hashing|sentence-transformers] [--queries words|distinct|zipf] [--json]
+        [--encoders] [--closed-rounds 4]
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -270,9 +275,10 @@ def main(args: argparse.Namespace) -> None:
         faiss.omp_set_num_threads(api.faiss_threads)
         qs = queries(int(args.rate * args.duration) + 1, seed=2, mix=args.queries)
         embedder = make_embedder(args.embedder, dim, threads=1)
+        cache = "off" if args.queries == "distinct" else f"{api.query_cache:,} entries"
         print(f"embedder: {embedder.version}; queries ({args.queries}): {len(qs)} sent, "
               f"{len(set(qs))} distinct, {np.mean([len(q.split()) for q in qs]):.1f} words "
-              f"on average; server query cache {api.query_cache:,} entries")  # fmt: skip
+              f"on average; server query cache {cache}")  # fmt: skip
         n_ref = 1000 if args.embedder == "hashing" else 300
         qvecs = embedder.embed(qs[:n_ref])
         k = candidate_count(10, api.overfetch, api.min_candidates, api.max_candidates)
@@ -302,6 +308,10 @@ def main(args: argparse.Namespace) -> None:
         del index
 
         base_env = {"VERDICTFLOW_API_EMBEDDER": args.embedder}
+        if args.queries == "distinct":
+            # 6,292 distinct texts: the closed loops come back to texts the open loop sent, and
+            # a cache hit would skip the embedding the runs are there to measure
+            base_env["VERDICTFLOW_API_QUERY_CACHE"] = "0"
         variants = [
             ("service defaults", base_env),
             ("baseline: fp32 query encoder, one query per pass",
@@ -310,12 +320,14 @@ def main(args: argparse.Namespace) -> None:
         ]  # fmt: skip
         if args.encoders:  # when each query-encoder option pays off (docs/scaling.md)
             variants += [
-                ("int8 query encoder, one query per pass",
-                 {**base_env, "VERDICTFLOW_API_QUERY_BATCH_MAX": "1"}),
-                ("fp32 query encoder, micro-batching",
-                 {**base_env, "VERDICTFLOW_API_QUERY_ENCODER": "fp32"}),
-                ("int8 query encoder, micro-batching, one pass at a time",
-                 {**base_env, "VERDICTFLOW_API_QUERY_BATCH_WORKERS": "1"}),
+                ("int8 query encoder, micro-batching (16), 2 passes at once",
+                 {**base_env, "VERDICTFLOW_API_QUERY_BATCH_MAX": "16"}),
+                ("fp32 query encoder, micro-batching (16), 2 passes at once",
+                 {**base_env, "VERDICTFLOW_API_QUERY_ENCODER": "fp32",
+                  "VERDICTFLOW_API_QUERY_BATCH_MAX": "16"}),
+                ("int8 query encoder, micro-batching (16), one pass at a time",
+                 {**base_env, "VERDICTFLOW_API_QUERY_BATCH_MAX": "16",
+                  "VERDICTFLOW_API_QUERY_BATCH_WORKERS": "1"}),
             ]  # fmt: skip
         if args.variants:
             variants = [
@@ -325,7 +337,17 @@ def main(args: argparse.Namespace) -> None:
                 ("service defaults (GIL switch 0.5 ms, gc.freeze)",
                  {"VERDICTFLOW_API_EMBEDDER": args.embedder}),
             ]  # fmt: skip
-        results = [(label, measure(tmpdir, qs, env, args)) for label, env in variants]
+        with ExitStack() as servers:
+            measured = [(label, measure(servers, tmpdir, qs, env, args)) for label, env in variants]
+            closed_rounds = interleaved_closed_loops(
+                [(url, pid) for _, (url, pid, _, _) in measured], args
+            )
+        results = [
+            (label, (open_loop, stats, rounds))
+            for (label, (_, _, open_loop, stats)), rounds in zip(
+                measured, closed_rounds, strict=True
+            )
+        ]
 
     def ms(v: list[float], q: float) -> str:
         return f"{pct(v, q) * 1000:.3f}"
@@ -363,8 +385,11 @@ def main(args: argparse.Namespace) -> None:
         print(f"server query cache after the open loop: {server_stats['query_cache']}")
         print(f"server query encoder: {server_stats['query_encoder']}; micro-batches in the open "
               f"loop: {server_stats['query_batches']}")  # fmt: skip
-        print(f"closed loop, {args.concurrency} connections, {args.duration} s: "
-              f"{closed['rps']:.0f} req/s ({closed['requests']} requests)")  # fmt: skip
+        print(f"closed loop, {args.concurrency} connections, median of {len(closed['rounds'])} "
+              f"interleaved rounds of {args.duration / 2:g} s: {closed['rps']:.0f} req/s "
+              f"(rounds: {', '.join(f'{r:.0f}' for r in closed['rounds'])}); server CPU per "
+              f"request: event loop {closed['cpu_ms_per_request']['event_loop']} ms, other "
+              f"threads {closed['cpu_ms_per_request']['other_threads']} ms")  # fmt: skip
     by_label = dict(results)
     service = by_label.get("service defaults")
     baseline = by_label.get("baseline: fp32 query encoder, one query per pass")
@@ -380,38 +405,88 @@ def main(args: argparse.Namespace) -> None:
                 "closed_loop_rps": round(closed["rps"], 1),
                 "baseline_closed_loop_rps": round(baseline[2]["rps"], 1),
                 "baseline_server_p99_ms": round(baseline[1]["request"]["p99_ms"], 3),
+                "server_cpu_ms_per_request": service[2]["cpu_ms_per_request"],
+                "baseline_server_cpu_ms_per_request": baseline[2]["cpu_ms_per_request"],
                 "n": args.n, "rate": args.rate, "embedder": args.embedder,
                 "queries": args.queries,
             }))  # fmt: skip
 
 
 def measure(
-    tmpdir: Path, qs: list[str], env: dict[str, str], args: argparse.Namespace
-) -> tuple[dict[str, float], dict[str, Any], dict[str, float]]:
-    """Start the API with ``env`` added, warm it up, run the open then the closed loop."""
+    servers: ExitStack, tmpdir: Path, qs: list[str], env: dict[str, str], args: argparse.Namespace
+) -> tuple[str, int, dict[str, float], dict[str, Any]]:
+    """Start the API with ``env`` added (stopped when ``servers`` closes), warm it up, run the
+    open loop; its URL and pid, the open loop's figures and the server's own percentiles."""
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     cmd = [sys.executable, "-m", "verdictflow", "api", "--port", str(port), "--log-level",
            "warning", "--npz", str(tmpdir / "v.npz"), "--quality", str(tmpdir / "q.npz"),
            "--index", str(tmpdir / "v.index")]  # fmt: skip
     server = subprocess.Popen(cmd, env={**os.environ, **env})
+    servers.callback(_stop, server)
+    _wait_ready(url, server)
+    with httpx.Client(base_url=url) as c:  # warm-up, then clear the server's samples
+        for i in range(200):  # texts the measured mix never sends
+            c.post("/search", json={"q": f"warm-up query {i} about cells", "top_k": 10})
+        c.get("/stats/latency", params={"reset": "true"})
+    open_loop = run_load(url, "open", args)
+    health = httpx.get(f"{url}/healthz").json()  # before the reset clears the batch counts
+    server_stats = httpx.get(f"{url}/stats/latency", params={"reset": "true"}).json()
+    server_stats["query_cache"] = health["query_cache"]
+    server_stats["query_encoder"] = health.get("query_encoder")
+    server_stats["query_batches"] = health.get("query_batches")
+    return url, server.pid, open_loop, server_stats
+
+
+def interleaved_closed_loops(
+    servers: list[tuple[str, int]], args: argparse.Namespace
+) -> list[dict[str, Any]]:
+    """Each service's closed-loop throughput: the median of ``args.closed_rounds`` rounds of
+    ``duration / 2`` s, the services taking turns (A B C A B C ...), and its CPU per request
+    by thread (``/proc``: the event loop is the main thread, the rest are search threads).
+    This VM's speed drifts by 10-15 % between minutes (one configuration measured 158-195
+    req/s in one run), so services measured one after the other would compare the minutes."""
+    half = argparse.Namespace(**{**vars(args), "duration": args.duration / 2})
+    rounds: list[list[float]] = [[] for _ in servers]
+    cpu = [{"loop": 0.0, "other": 0.0, "requests": 0} for _ in servers]
+    for _ in range(args.closed_rounds):
+        for i, (url, pid) in enumerate(servers):
+            before = _thread_cpu(pid)
+            result = run_load(url, "closed", half)
+            after = _thread_cpu(pid)
+            rounds[i].append(result["rps"])
+            for tid, seconds in after.items():
+                spent = seconds - before.get(tid, 0.0)
+                cpu[i]["loop" if tid == pid else "other"] += spent
+            cpu[i]["requests"] += int(result["requests"])
+    out = []
+    for r, c in zip(rounds, cpu, strict=True):
+        per = 1000 / max(int(c["requests"]), 1)
+        ms = {"event_loop": round(c["loop"] * per, 2), "other_threads": round(c["other"] * per, 2)}
+        out.append({"rps": float(np.median(r)), "rounds": r, "cpu_ms_per_request": ms})
+    return out
+
+
+def _thread_cpu(pid: int) -> dict[int, float]:
+    """CPU seconds (user + system) of each thread of ``pid`` (Linux ``/proc``; empty elsewhere)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    out: dict[int, float] = {}
     try:
-        _wait_ready(url, server)
-        with httpx.Client(base_url=url) as c:  # warm-up, then clear the server's samples
-            for i in range(200):  # texts the measured mix never sends
-                c.post("/search", json={"q": f"warm-up query {i} about cells", "top_k": 10})
-            c.get("/stats/latency", params={"reset": "true"})
-        open_loop = run_load(url, "open", args)
-        health = httpx.get(f"{url}/healthz").json()  # before the reset clears the batch counts
-        server_stats = httpx.get(f"{url}/stats/latency", params={"reset": "true"}).json()
-        server_stats["query_cache"] = health["query_cache"]
-        server_stats["query_encoder"] = health.get("query_encoder")
-        server_stats["query_batches"] = health.get("query_batches")
-        closed = run_load(url, "closed", args)
-    finally:
-        server.terminate()
-        server.wait(30)
-    return open_loop, server_stats, closed
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            fields = Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[int(tid)] = (int(fields[11]) + int(fields[12])) / ticks
+    return out
+
+
+def _stop(server: subprocess.Popen[bytes]) -> None:
+    server.terminate()
+    server.wait(30)
 
 
 def _free_port() -> int:
@@ -440,6 +515,9 @@ if __name__ == "__main__":
     parser.add_argument("--rate", type=float, default=200.0)
     parser.add_argument("--duration", type=float, default=20.0)
     parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument(
+        "--closed-rounds", type=int, default=4, help="interleaved closed-loop rounds per service"
+    )
     parser.add_argument("--load-phase", choices=("open", "closed"))
     parser.add_argument("--url")
     parser.add_argument("--embedder", choices=EMBEDDER_NAMES, default="hashing")

@@ -118,6 +118,13 @@ class TestMiniLM:
         cached = list((tmp_path / "onnx").glob("*.onnx"))
         assert len(cached) == 1
         assert int8.weights_sha256[:24] in cached[0].name
+        assert [p.name for p in (tmp_path / "onnx").iterdir()] == [cached[0].name]  # no work files
+        import onnx
+
+        ops = {node.op_type for node in onnx.load(str(cached[0])).graph.node}
+        # ONNX Runtime's BERT fusions ran before quantising: attention itself is int8
+        assert {"QAttention", "SkipLayerNormalization", "BiasGelu"} <= ops, ops
+        assert "EmbedLayerNormalization" in ops  # the embedding lookup stays fp32
         identity = embedder_identity(int8)
         assert identity["quantize"] == embedders.INT8_RECIPE
         assert identity["quantized_sha256"] == file_digest(cached[0])

@@ -14,6 +14,7 @@ tombstone with its version, so an older upsert does not bring the document back.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import threading
@@ -84,8 +85,12 @@ class ApplyCounts:
     reasons: list[str] = field(default_factory=list)
 
 
+@functools.lru_cache(maxsize=65536)
 def result_id(doc_id: str) -> str:
-    """The item ``id``: a UUID derived from the doc_id (stable across replicas and restarts)."""
+    """The item ``id``: a UUID derived from the doc_id (stable across replicas and restarts).
+
+    Cached: uuid5 (SHA-1 and the UUID object) was 9 % of the event loop's time at 160 req/s,
+    ten per request, and the same popular documents come back query after query."""
     return str(uuid.uuid5(_ID_NAMESPACE, doc_id))
 
 

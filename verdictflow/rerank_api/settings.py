@@ -52,13 +52,14 @@ class ApiSettings(BaseSettings):
     #: Threads of one query embedding (neural embedder). 1: requests run side by side on the
     #: search threads instead of one request's matrix products taking every core.
     embed_threads: Annotated[int, Field(ge=1, le=64)] = 1
-    #: How the neural model embeds queries: ``int8`` (ONNX Runtime dynamic quantisation; 31 %
-    #: less CPU per query, SciFact nDCG@10 within 0.005 of fp32: docs/scaling.md) or ``fp32``.
+    #: How the neural model embeds queries: ``int8`` (ONNX Runtime's BERT fusions, then dynamic
+    #: quantisation; ~34 % less CPU per query, SciFact nDCG@10 within 0.005 of fp32:
+    #: docs/scaling.md) or ``fp32``.
     #: Documents are always embedded as trained. Ignored by the hashing embedder.
     query_encoder: Literal["fp32", "int8"] = "int8"
     #: Queries embedded in one forward pass at most; 1 (the default): each alone, on the search
-    #: thread. Micro-batching did not pay on the 2-core AMD EPYC it was measured on (146 vs
-    #: 164 req/s closed loop with int8): docs/scaling.md says when it may. See query_batcher.py.
+    #: thread. Micro-batching did not pay on the 2-core AMD EPYC it was measured on (159 vs
+    #: 165 req/s closed loop with int8): docs/scaling.md says when it may. See query_batcher.py.
     query_batch_max: Annotated[int, Field(ge=1, le=256)] = 1
     #: Longest wait for a batch to fill, under load only (a lone query never waits).
     query_batch_wait_ms: Annotated[float, Field(ge=0, le=50)] = 2.0

@@ -128,13 +128,13 @@ class _Segment:
             fetch = min(live, k)
             scores, rows = self.index.search(queries, fetch, params=self._params(fetch, ef_search))
         out: list[list[Hit]] = []
+        ids = self.ids
         for qs, qr in zip(scores, rows, strict=True):
-            hits = [
-                (self.ids[r], float(s))
-                for s, r in zip(qs, qr, strict=True)
-                if r >= 0 and self.alive[r]
-            ]
-            out.append(hits[:k])
+            # masks and tolist() in numpy: per-element numpy scalars cost ~0.2 ms a query
+            keep = qr >= 0
+            keep[keep] = self.alive[qr[keep]]
+            kept = zip(qr[keep][:k].tolist(), qs[keep][:k].tolist(), strict=True)
+            out.append([(ids[r], s) for r, s in kept])
         return out
 
 
