@@ -616,16 +616,18 @@ def _alignment_signals(
     coverages: list[float] = []
     paraphrase_coverages: list[float] = []
     flipped = misplaced = swapped = new_words = paraphrased = 0
-    index = SentenceIndex(
-        [c.terms for c in candidates],
-        [c.context for c in candidates],
-        (w for s in sentences for t in s.tokens for w in (t.lower, t.lemma)),
-    )
+    index: SentenceIndex | None = None  # built only for coverages the caller does not have
     for sentence in sentences:
         if not sentence.tokens:
             continue
         coverage = known.get(sentence.start) if known is not None else None
         if coverage is None:
+            if index is None:
+                index = SentenceIndex(
+                    [c.terms for c in candidates],
+                    [c.context for c in candidates],
+                    (w for s in sentences for t in s.tokens for w in (t.lower, t.lemma)),
+                )
             coverage = index.coverage([(t.lower, t.lemma) for t in sentence.tokens])
         for token, deficit in zip(sentence.tokens, coverage.deficits(), strict=True):
             if deficit >= MISPLACED_DEFICIT and token.named:
