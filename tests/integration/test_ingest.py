@@ -101,7 +101,8 @@ def test_traces_and_ndjson_answers_become_answer_events_and_verdicts(
             alive = lambda: again.proc.poll() is None  # noqa: E731
             want = TRACES + 10 + 3
             assert out.wait_until(lambda: len(grounded(out)) >= want, timeout=120, alive=alive), (
-                again.log()[-3000:]
+                f"{len(grounded(out))} of {want} answers grounded; missing traces: "
+                f"{sorted({t for t, *_ in sent} - traced_ids(out))}\n{again.log()[-3000:]}"
             )
         events = asyncio.run(_answers(settings))
         by_trace = {e["trace_id"]: e for e in events if e.get("tenant") == "t9"}
@@ -131,6 +132,13 @@ def grounded(out: OutputCollector) -> set[str]:
         if v["kind"] == "groundedness":
             ids.add(v["input_id"])
     return ids
+
+
+def traced_ids(out: OutputCollector) -> set[str]:
+    return {
+        v["trace_id"] for v in map(orjson.loads, (x[0] for x in out.verdicts.values()))
+        if v.get("trace_id")
+    }  # fmt: skip
 
 
 def wait_healthy(url: str) -> None:

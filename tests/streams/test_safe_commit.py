@@ -93,9 +93,40 @@ async def no_seek(*_: object) -> None:
     return None
 
 
-async def test_outside_a_reread_every_record_goes_on(consumer) -> None:
-    """Faust's own order after its seeks: the commit rule, not a filter, guards those."""
-    assert passed_on(consumer, TOPIC, [909, 886, 887]) == [909, 886, 887]
+async def test_records_go_on_only_in_sequence_and_a_jump_reads_again_at_once(
+    consumer, monkeypatch
+) -> None:
+    """Docstring, 4.: 886 lost on the way (887 came first): 887 must not be processed before
+    it, so the partition is read again from 886 right away, from the fetch loop."""
+    seeks: list[tuple[TP, int]] = []
+
+    async def seek(self: object, tp: TP, offset: int) -> None:
+        seeks.append((tp, offset))
+
+    monkeypatch.setattr(faust_aiokafka.Consumer, "seek", seek)
+    assert passed_on(consumer, TOPIC, [885, 887, 888]) == [885]
+    assert consumer._seek_requests == {TOPIC: 886}, "one re-read for the jump, not two"
+    await consumer._make_requested_seeks()
+    assert seeks == [(TOPIC, 886)]
+    # stale records still on their way are dropped, then 886 comes and the rest follow
+    assert passed_on(consumer, TOPIC, [889, 886, 885, 887]) == [886, 887]
+    assert consumer._seek_requests == {}, "a stale record after the re-read asks for nothing"
+    assert consumer.stale_records_dropped == 4
+
+
+async def test_faust_seeking_to_committed_sets_the_expected_offset(consumer, monkeypatch) -> None:
+    monkeypatch.setattr(faust_aiokafka.Consumer, "seek", no_seek)
+
+    async def committed(self: object) -> dict[TP, int]:
+        return {TOPIC: 100}
+
+    monkeypatch.setattr(faust_aiokafka.Consumer, "seek_to_committed", committed)
+    assert passed_on(consumer, TOPIC, [140]) == [140]
+    await consumer.seek_to_committed()
+    assert passed_on(consumer, TOPIC, [141]) == []
+    assert consumer._seek_requests == {TOPIC: 100}, "141 after the seek: 100 was lost"
+    assert passed_on(consumer, TOPIC, [100, 101]) == [100, 101]
+    assert consumer._seek_requests == {}, "100 came before the seek was made: none needed"
 
 
 async def test_a_reread_passes_records_only_in_sequence_from_the_lost_one(
@@ -106,20 +137,8 @@ async def test_a_reread_passes_records_only_in_sequence_from_the_lost_one(
     # stale records still on their way, then the partition fetched again from 240
     assert passed_on(consumer, TOPIC, [355, 356, 240, 241, 243, 242]) == [240, 241, 242]
     assert consumer.stale_records_dropped == 3
-    assert consumer._missing_heads[TOPIC][0] == 240, "noted when 355 came first"
+    assert consumer._seek_requests == {}, "stale records after a seek ask for no other seek"
     assert consumer._acked[TOPIC] == [], "nothing counted as processed"
-
-
-async def test_faust_seeking_to_committed_ends_a_reread(consumer, monkeypatch) -> None:
-    monkeypatch.setattr(faust_aiokafka.Consumer, "seek", no_seek)
-
-    async def committed(self: object) -> dict[TP, int]:
-        return {TOPIC: 100}
-
-    monkeypatch.setattr(faust_aiokafka.Consumer, "seek_to_committed", committed)
-    await consumer.seek(TOPIC, 240)
-    await consumer.seek_to_committed()
-    assert passed_on(consumer, TOPIC, [100, 105]) == [100, 105]
 
 
 def test_changelog_records_are_never_filtered(consumer) -> None:
@@ -135,22 +154,26 @@ async def test_a_lost_head_is_read_again_then_the_worker_restarts(consumer, monk
     async def seek(tp: TP, offset: int) -> None:
         seeks.append((tp, offset))
 
+    async def reread(assigned: set[TP]) -> None:
+        await consumer._reread_missing_heads(assigned)
+        await consumer._make_requested_seeks()  # what the fetch loop does next
+
     monkeypatch.setattr(consumer, "seek", seek)
     monkeypatch.setattr(safe_commit, "stop_without_commit", lambda _, exc: stops.append(str(exc)))
     acked(consumer, 100, [103, 104])
     assert consumer._new_offset(TOPIC) is None
-    await consumer._reread_missing_heads({TOPIC})
+    await reread({TOPIC})
     assert seeks == [], "read again only once the head has been missing for a commit interval"
     for attempt in range(1, MAX_REREADS + 1):
         head, _, rereads = consumer._missing_heads[TOPIC]
         consumer._missing_heads[TOPIC] = (head, time.monotonic() - 60, rereads)
-        await consumer._reread_missing_heads({TOPIC})
+        await reread({TOPIC})
         assert seeks == [(TOPIC, 100)] * attempt
         assert consumer._new_offset(TOPIC) is None, "held while being read again"
     assert stops == []
     head, _, rereads = consumer._missing_heads[TOPIC]
     consumer._missing_heads[TOPIC] = (head, time.monotonic() - 60, rereads)
-    await consumer._reread_missing_heads({TOPIC})
+    await reread({TOPIC})
     assert len(seeks) == MAX_REREADS
     assert stops == [f"{TOPIC}: record 100 not processed after {MAX_REREADS} re-reads"]
     assert consumer._new_offset(TOPIC) is None, "never skipped"
@@ -170,6 +193,8 @@ async def test_the_lowest_missing_record_is_read_again(consumer, monkeypatch) ->
     assert head == 100
     consumer._missing_heads[TOPIC] = (head, time.monotonic() - 60, rereads)
     await consumer._reread_missing_heads({TOPIC})
+    assert seeks == [], "not from the commit task"
+    await consumer._make_requested_seeks()
     assert seeks == [100]
     assert consumer._next_offset[TOPIC] == 100
     consumer._committed_offset[TOPIC] = 104  # processed since
@@ -207,6 +232,7 @@ async def test_records_fetched_but_never_passed_on_are_read_again(consumer, monk
     consumer._note_stalled_partitions({TOPIC})
     assert consumer._missing_heads[TOPIC][0] == 4
     await consumer._reread_missing_heads({TOPIC})
+    await consumer._make_requested_seeks()
     assert seeks == [(TOPIC, 4)]
     assert passed_on(consumer, TOPIC, [4, 5]) == [4, 5]
     consumer._committed_offset[TOPIC] = 6  # processed since
