@@ -29,8 +29,12 @@ dev: setup
 	$(BIN)/verdictflow dev
 
 ## Lint, type-check, then the whole test suite (unit, agent, integration through the embedded broker).
+# Two pytest workers (pytest-xdist), each with its own embedded broker: the integration tests
+# spend most of their time waiting on broker round trips and worker start-up, so on a 2-core
+# machine the suite took 26 min in one process and 15 min in two (docs/development.md#tests).
+TEST_WORKERS ?= 2
 test: setup lint
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal
 
 lint: setup
 	$(BIN)/ruff check verdictflow tests bench scripts
