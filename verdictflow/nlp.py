@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import sys
 from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
@@ -30,7 +31,32 @@ class ModelNotInstalledError(VerdictflowError):
     """No spaCy English model package is installed."""
 
 
+def import_spacy() -> Any:
+    """spaCy, imported without PyTorch unless something has already imported PyTorch.
+
+    Why: thinc (spaCy's layer library) imports PyTorch whenever it is installed (the ``[st]``
+    extra installs it for the MiniLM embedder), which cost 2.4-3.0 s of CPU in every process
+    that parses (``import spacy`` 3.6-3.8 s user CPU with it, 1.2-1.4 s without, on the 2-core
+    VM): every worker start and every CLI command. The CNN English pipeline never runs PyTorch:
+    thinc then takes the path it takes where PyTorch is not installed (a ``NEURAL=0`` setup),
+    and parses are identical (tokens, lemmas, tags, dependencies, entities and tensors of 200
+    README lines hashed the same both ways). PyTorch is importable again right after, for the
+    MiniLM embedder."""
+    if "spacy" in sys.modules:
+        return sys.modules["spacy"]
+    hide_torch = "torch" not in sys.modules
+    if hide_torch:
+        sys.modules["torch"] = None  # type: ignore[assignment]  # `import torch` raises
+    try:
+        import spacy
+    finally:
+        if hide_torch and "torch" in sys.modules and sys.modules["torch"] is None:
+            del sys.modules["torch"]
+    return spacy
+
+
 def _import_model() -> Any:
+    import_spacy()
     for name in MODEL_PACKAGES:
         try:
             return importlib.import_module(name)
@@ -112,6 +138,7 @@ def installed_pipeline_version(components: Iterable[str] = FULL_COMPONENTS) -> s
     not the model's ~200 MB and seconds of loading."""
     from pathlib import Path
 
+    import_spacy()
     from spacy.util import get_model_meta
 
     module = _import_model()
