@@ -138,10 +138,9 @@ def installed_pipeline_version(components: Iterable[str] = FULL_COMPONENTS) -> s
     not the model's ~200 MB and seconds of loading."""
     from pathlib import Path
 
-    import_spacy()
+    module = _import_model()  # imports spaCy first (import_spacy)
     from spacy.util import get_model_meta
 
-    module = _import_model()
     meta = get_model_meta(Path(module.__file__).parent)
     wanted = set(components)
     disabled = set(meta.get("disabled", []))

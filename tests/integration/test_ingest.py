@@ -116,11 +116,7 @@ def test_traces_and_ndjson_answers_become_answer_events_and_verdicts(
         traced = [e for e in events if e.get("tenant") == "example"]
         assert len({e["id"] for e in traced}) == 3, example
         assert all(e["contexts"] and e["answer"] for e in traced)
-        grounded_traces = {
-            v["trace_id"] for v in map(orjson.loads, (x[0] for x in out.verdicts.values()))
-            if v["kind"] == "groundedness" and v.get("trace_id")
-        }  # fmt: skip
-        assert grounded_traces >= set(by_trace)
+        assert traced_ids(out, "groundedness") >= set(by_trace)
     finally:
         stop_server(proc)
 
@@ -134,10 +130,11 @@ def grounded(out: OutputCollector) -> set[str]:
     return ids
 
 
-def traced_ids(out: OutputCollector) -> set[str]:
+def traced_ids(out: OutputCollector, kind: str | None = None) -> set[str]:
+    """Trace ids carried by the verdicts collected (of ``kind`` only, when given)."""
     return {
         v["trace_id"] for v in map(orjson.loads, (x[0] for x in out.verdicts.values()))
-        if v.get("trace_id")
+        if v.get("trace_id") and kind in (None, v["kind"])
     }  # fmt: skip
 
 

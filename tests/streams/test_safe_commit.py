@@ -253,3 +253,12 @@ def test_a_partition_whose_records_came_out_is_not_stalled(consumer, monkeypatch
     consumer._passed_on.clear()
     consumer._note_stalled_partitions({TOPIC})
     assert TOPIC not in consumer._stalled_since
+
+
+def test_a_jump_before_the_backstops_seek_does_not_replace_it(consumer) -> None:
+    """Head 100 was lost after it was passed on; the backstop asks for a re-read from it, and
+    a jump at 120 seen before the fetch loop seeks must not turn that into a re-read from 120."""
+    assert passed_on(consumer, TOPIC, [119]) == [119]
+    consumer._request_seek(TOPIC, 100)  # what _reread_missing_heads asks for
+    assert passed_on(consumer, TOPIC, [121]) == []
+    assert consumer._seek_requests == {TOPIC: 100}

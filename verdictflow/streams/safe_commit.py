@@ -96,8 +96,9 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
         super().__init__(*args, **kwargs)
         #: Source partition -> the offset its next record must have (see 4.).
         self._next_offset: dict[Any, int] = {}
-        #: Partition -> the offset it was read again from after a jump, until a record passes.
-        self._reread_after_jump: dict[Any, int] = {}
+        #: Partition -> the offset a re-read was asked for or made from, until a record passes:
+        #: stale records arriving meanwhile ask for no other seek.
+        self._reread_from: dict[Any, int] = {}
         #: Seeks to make from the fetch loop, between records: partition -> offset.
         self._seek_requests: dict[Any, int] = {}
         self.stale_records_dropped = 0
@@ -131,7 +132,7 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
         for tp, offset in offsets.items():
             tp = ensure_TP(tp)
             self._passed_on.pop(tp, None)
-            self._reread_after_jump.pop(tp, None)
+            self._reread_from.pop(tp, None)
             self._seek_requests.pop(tp, None)
             if offset is not None and offset >= 0 and self._sequenced(tp):
                 self._next_offset[tp] = int(offset)
@@ -149,7 +150,7 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
         tp = ensure_TP(partition)
         if self._sequenced(tp):
             self._next_offset[tp] = offset
-            self._reread_after_jump[tp] = offset  # stale records on their way: no new seek
+            self._reread_from[tp] = offset  # stale records on their way: no new seek
             self._passed_on.pop(tp, None)
         await super().seek(partition, offset)
 
@@ -169,6 +170,13 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
             tp, offset = self._seek_requests.popitem()
             await self.seek(tp, offset)
 
+    def _request_seek(self, tp: Any, offset: int) -> None:
+        """Ask the fetch loop to read ``tp`` again from ``offset``; of two requests before it
+        seeks, the lower one stands (reading again from it covers the other)."""
+        self._reread_from[tp] = offset
+        pending = self._seek_requests.get(tp)
+        self._seek_requests[tp] = offset if pending is None else min(pending, offset)
+
     def _sequenced(self, tp: Any) -> bool:
         """Whether ``tp``'s records go on only in sequence: source topics without holes."""
         return not (self._is_changelog_tp(tp) or self._compacted(tp))
@@ -182,16 +190,15 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
         expected = self._next_offset.get(tp)
         if expected is None or offset == expected:
             self._next_offset[tp] = offset + 1
-            self._reread_after_jump.pop(tp, None)
+            self._reread_from.pop(tp, None)
             if self._seek_requests.get(tp) == offset:
                 del self._seek_requests[tp]  # it came before the seek was made
             return True
         self.stale_records_dropped += 1
-        if offset > expected and self._reread_after_jump.get(tp) != expected:
+        if offset > expected and self._reread_from.get(tp) != expected:
             logger.info("%s: record %d came before %d: reading again from %d",
                         tp, offset, expected, expected)  # fmt: skip
-            self._reread_after_jump[tp] = expected
-            self._seek_requests[tp] = expected
+            self._request_seek(tp, expected)
         return False
 
     async def _add_gap(self, tp: Any, offset_from: int, offset_to: int) -> None:
@@ -239,7 +246,7 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
         }
         for tp in revoked:
             self._next_offset.pop(tp, None)
-            self._reread_after_jump.pop(tp, None)
+            self._reread_from.pop(tp, None)
             self._seek_requests.pop(tp, None)
             self._missing_heads.pop(tp, None)
             self._passed_on.pop(tp, None)
@@ -272,7 +279,7 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
         wait = float(self.app.conf.broker_commit_interval)
         now = time.monotonic()
         for tp in assigned:
-            if self._is_changelog_tp(tp) or self._compacted(tp) or tp in self._paused_partitions:
+            if not self._sequenced(tp) or tp in self._paused_partitions:
                 continue
             committed = self._committed_offset.get(tp)
             head = 0 if committed is None else int(committed)  # none: read from the start
@@ -318,8 +325,7 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
                     head,
                 )
                 self._missing_heads[tp] = (head, now, rereads + 1)
-                self._reread_after_jump.pop(tp, None)
-                self._seek_requests[tp] = head  # made by the fetch loop (see getmany)
+                self._request_seek(tp, head)  # made by the fetch loop (see getmany)
 
 
 class SafeCommitApp(faust.App):
