@@ -100,10 +100,11 @@ def test_traces_and_ndjson_answers_become_answer_events_and_verdicts(
             example = run_example(url)
             alive = lambda: again.proc.poll() is None  # noqa: E731
             want = TRACES + 10 + 3
-            assert out.wait_until(lambda: len(grounded(out)) >= want, timeout=120, alive=alive), (
-                f"{len(grounded(out))} of {want} answers grounded; missing traces: "
-                f"{sorted({t for t, *_ in sent} - traced_ids(out))}\n{again.log()[-3000:]}"
-            )
+            if not out.wait_until(lambda: len(grounded(out)) >= want, timeout=120, alive=alive):
+                seen, traced = out.under_lock(lambda: (len(grounded(out)), traced_ids(out)))
+                missing = sorted({t for t, *_ in sent} - traced)
+                pytest.fail(f"{seen} of {want} answers grounded; missing traces: {missing}\n"
+                            f"{again.log()[-3000:]}")  # fmt: skip
         events = asyncio.run(_answers(settings))
         by_trace = {e["trace_id"]: e for e in events if e.get("tenant") == "t9"}
         assert len(by_trace) == TRACES

@@ -136,7 +136,7 @@ def test_a_judge_worker_killed_mid_run_loses_nothing(
         assert out.wait_until(judged(8), timeout=300, alive=alive), judge.log()[-3000:]
         judge.proc.send_signal(signal.SIGKILL)
         judge.proc.wait(10)
-        killed_at = len(by_kind(out).get("faithfulness_llm", {}))
+        killed_at = out.under_lock(lambda: len(by_kind(out).get("faithfulness_llm", {})))
         again = worker_factory(
             settings.model_copy(update={"tier": "judge"}), path, env=judge_env(url)
         )

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TypeVar
 
 import orjson
 
@@ -30,6 +31,8 @@ from verdictflow.streams.settings import Settings
 from verdictflow.streams.table_migration import changelog
 from verdictflow.streams.topic_reader import read_whole_topic
 from verdictflow.streams.topics import DEAD_LETTERS, TABLE_SOURCES, VERDICT_TOPICS, full_name
+
+T = TypeVar("T")
 
 PER_ANSWER_KINDS = tuple(spec.kind for spec in answer_kinds())
 
@@ -80,7 +83,12 @@ def describe_missing(
 
 
 class OutputCollector:
-    """Every verdict record (verdict_id -> raw values, duplicates kept) and dead letter."""
+    """Every verdict record (verdict_id -> raw values, duplicates kept) and dead letter.
+
+    The records arrive on the collector's own thread; :meth:`wait_until` evaluates its
+    condition under the lock the collector takes for each record, so a condition may iterate
+    :attr:`verdicts` (unlocked, a judge tier test failed with "dictionary changed size during
+    iteration"); :meth:`under_lock` does the same for any other read while records arrive."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -89,6 +97,7 @@ class OutputCollector:
         self.records = 0
         self._last_record_at = time.monotonic()
         self._stop = threading.Event()
+        self._lock = threading.Lock()
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="output-collector", daemon=True)
 
@@ -113,12 +122,13 @@ class OutputCollector:
             from_beginning=True,
             should_stop=self._stop.is_set,
         ):
-            self.records += 1
-            self._last_record_at = time.monotonic()
-            if topic.endswith(DEAD_LETTERS):
-                self.dead.append(orjson.loads(value))
-            else:
-                self.verdicts.setdefault(orjson.loads(value)["verdict_id"], []).append(value)
+            with self._lock:
+                self.records += 1
+                self._last_record_at = time.monotonic()
+                if topic.endswith(DEAD_LETTERS):
+                    self.dead.append(orjson.loads(value))
+                else:
+                    self.verdicts.setdefault(orjson.loads(value)["verdict_id"], []).append(value)
 
     def quiet_for(self) -> float:
         """Seconds since the last record arrived (a stalled pipeline shows here first)."""
@@ -133,13 +143,18 @@ class OutputCollector:
         """Poll ``condition`` every 0.2 s; False at ``timeout`` (a bound on a hang, not a
         performance figure) or as soon as ``alive()`` turns false."""
         deadline = time.monotonic() + timeout
-        while not condition():
+        while not self.under_lock(condition):
             if self._error is not None:
                 raise RuntimeError("the output collector failed") from self._error
             if time.monotonic() > deadline or not alive():
-                return condition()
+                return self.under_lock(condition)
             time.sleep(0.2)
         return True
+
+    def under_lock(self, read: Callable[[], T]) -> T:
+        """``read()`` with no record being added meanwhile (it may iterate :attr:`verdicts`)."""
+        with self._lock:
+            return read()
 
     def settle(self, quiet_seconds: float = 3.0, timeout: float = 60) -> None:
         """Wait until no record has arrived for ``quiet_seconds`` (late duplicates included)."""
