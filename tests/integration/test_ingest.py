@@ -2,7 +2,9 @@
 exporter to ``verdictflow ingest`` (OpenInference attributes) become 40 answer events with
 exactly their query, answer and contexts and the trace id, which their verdicts carry too;
 10 answers posted as NDJSON become 10 answer events; malformed bodies are refused with the
-project's error shape."""
+project's error shape. The assembling worker is SIGKILLed after the first half of the traces and
+a second worker joins the group while the last quarter is sent, so traces are assembled across
+a restart and across partitions moving between live workers: none may be lost."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import orjson
 import pytest
 
 from tests.support.openai_standin import StandIn, serve
+from tests.support.otel_traces import send_traces, wait_healthy
 from tests.support.paths import ROOT
 from tests.support.processes import settings_env
 from tests.support.reliability import OutputCollector
@@ -25,47 +28,6 @@ from verdictflow.scoring_jobs.tail import tail
 pytestmark = pytest.mark.broker
 
 TRACES = 40
-
-
-def send_traces(url: str, first: int, count: int) -> list[tuple[str, str, str, list[str]]]:
-    """Traces ``first`` .. through the SDK's exporter; returns (trace id, query, answer,
-    contexts) of each."""
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
-    provider = TracerProvider(
-        resource=Resource.create({"service.name": "rag-app", "tenant.id": "t9"})
-    )
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{url}/v1/traces")))
-    tracer = provider.get_tracer("rag-app")
-    sent = []
-    for i in range(first, first + count):
-        query = f"Which river is longer, question {i}?"
-        docs = [f"The Nile is 6,650 km long ({i}).", f"The Amazon is 6,400 km long ({i})."]
-        answer = f"The Nile is longer ({i})."
-        with tracer.start_as_current_span("rag") as root:
-            root.set_attribute("openinference.span.kind", "CHAIN")
-            root.set_attribute("input.value", query)
-            with tracer.start_as_current_span("retrieve") as retriever:
-                retriever.set_attribute("openinference.span.kind", "RETRIEVER")
-                for n, doc in enumerate(docs):
-                    retriever.set_attribute(f"retrieval.documents.{n}.document.content", doc)
-            with tracer.start_as_current_span("llm") as llm:
-                llm.set_attribute("openinference.span.kind", "LLM")
-                llm.set_attribute("llm.model_name", "gpt-standin")
-                llm.set_attribute("input.value", query)
-                llm.set_attribute("llm.input_messages.0.message.role", "user")
-                llm.set_attribute("llm.input_messages.0.message.content", query)
-                llm.set_attribute("llm.output_messages.0.message.role", "assistant")
-                llm.set_attribute("llm.output_messages.0.message.content", answer)
-                llm.set_attribute("output.value", answer)
-            trace_id = format(root.get_span_context().trace_id, "032x")
-        sent.append((trace_id, query, answer, docs))
-    provider.force_flush()
-    provider.shutdown()
-    return sent
 
 
 def test_traces_and_ndjson_answers_become_answer_events_and_verdicts(
@@ -84,8 +46,14 @@ def test_traces_and_ndjson_answers_become_answer_events_and_verdicts(
             assert out.wait_until(lambda: len(grounded(out)) >= 5, timeout=120, alive=alive)
             worker.proc.send_signal(signal.SIGKILL)  # mid-run: the assembler's state must hold
             worker.proc.wait(10)
-            sent += send_traces(url, TRACES // 2, TRACES // 2)
             again = worker_factory(lexical)
+            sent += send_traces(url, TRACES // 2, TRACES // 4)
+            # A second worker joins: partitions move while the last quarter is sent, one trace
+            # a second over its start-up, so traces are open when their partition moves.
+            joined = worker_factory(lexical)
+            for i in range(TRACES * 3 // 4, TRACES):
+                sent += send_traces(url, i, 1)
+                time.sleep(1.0)
             answer = {"query": "q?", "answer": "Paris.", "contexts": ["Paris is in France."]}
             lines = [orjson.dumps({"id": f"nd{i}", **answer}) for i in range(10)]
             posted = httpx.post(
@@ -98,13 +66,13 @@ def test_traces_and_ndjson_answers_become_answer_events_and_verdicts(
             assert bad.status_code == 400
             assert set(bad.json()) == {"error", "detail"}
             example = run_example(url)
-            alive = lambda: again.proc.poll() is None  # noqa: E731
+            alive = lambda: again.proc.poll() is None and joined.proc.poll() is None  # noqa: E731
             want = TRACES + 10 + 3
             if not out.wait_until(lambda: len(grounded(out)) >= want, timeout=120, alive=alive):
                 seen, traced = out.under_lock(lambda: (len(grounded(out)), traced_ids(out)))
                 missing = sorted({t for t, *_ in sent} - traced)
                 pytest.fail(f"{seen} of {want} answers grounded; missing traces: {missing}\n"
-                            f"{again.log()[-3000:]}")  # fmt: skip
+                            f"{again.log()[-3000:]}\n{joined.log()[-3000:]}")  # fmt: skip
         events = asyncio.run(_answers(settings))
         by_trace = {e["trace_id"]: e for e in events if e.get("tenant") == "t9"}
         assert len(by_trace) == TRACES
@@ -137,17 +105,6 @@ def traced_ids(out: OutputCollector, kind: str | None = None) -> set[str]:
         v["trace_id"] for v in map(orjson.loads, (x[0] for x in out.verdicts.values()))
         if v.get("trace_id") and kind in (None, v["kind"])
     }  # fmt: skip
-
-
-def wait_healthy(url: str) -> None:
-    for _ in range(150):
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise AssertionError("ingest did not come up")
 
 
 def run_example(ingest_url: str) -> str:
