@@ -359,3 +359,48 @@ async def test_serving_tunes_the_interpreter_and_restores_it(corpus: Path) -> No
     assert gc.get_freeze_count() == 0
     async with LifespanManager(create_app(settings(corpus, gc_freeze=False))):
         assert gc.get_freeze_count() == 0
+
+
+async def test_searches_past_the_waiting_bound_are_refused_at_once(corpus: Path) -> None:
+    """One search thread and one waiting place: with the thread held, one more request waits
+    and the next ones get 503 ``overloaded`` with Retry-After, without waiting; once the thread
+    is free the held and the waiting searches are answered and new ones are taken again."""
+    import threading
+
+    from verdictflow.rerank_api import create_app
+
+    app = create_app(settings(corpus, search_threads=1, max_waiting_searches=1))
+    async with LifespanManager(app, startup_timeout=60) as manager:
+        client = httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=manager.app), base_url="http://t"
+        )
+        retriever = app.state.vf.retriever
+        search, release, entered = retriever.search, threading.Event(), threading.Event()
+
+        def held_search(*args: Any, **kwargs: Any) -> Any:
+            entered.set()
+            release.wait(30)
+            return search(*args, **kwargs)
+
+        retriever.search = held_search
+        first = asyncio.create_task(client.post("/search", json=QUERY))
+        assert await asyncio.to_thread(entered.wait, 10)
+        second = asyncio.create_task(client.post("/search", json=QUERY))
+        for _ in range(1000):  # the second request reaches the handler and waits
+            if app.state.vf.in_flight == 2:
+                break
+            await asyncio.sleep(0.01)
+        assert app.state.vf.in_flight == 2
+        refused = [await client.post("/search", json=QUERY) for _ in range(3)]
+        assert [r.status_code for r in refused] == [503] * 3
+        assert refused[0].json()["error"] == "overloaded"
+        assert refused[0].headers["retry-after"] == "1"
+        text = (await client.get("/metrics")).text
+        assert "vf_search_in_flight 2.0" in text
+        assert 'vf_search_requests_total{mode="dense",status="503"} 3.0' in text
+        release.set()
+        assert [(await t).status_code for t in (first, second)] == [200, 200]
+        assert (await client.post("/search", json=QUERY)).status_code == 200
+        stats = (await client.get("/stats/latency")).json()
+        assert stats["request"]["count"] == 3  # refusals are counted, not timed
+        await client.aclose()

@@ -64,6 +64,12 @@ class NotReadyError(Exception):
     """The state is still being built; answering now would rank an incomplete corpus."""
 
 
+class OverloadedError(Exception):
+    """More /search requests are waiting than ``max_waiting_searches``: past the replica's
+    capacity a queue only grows, so a request refused now (and retried, or sent to another
+    replica) is better served than one answered after seconds."""
+
+
 @dataclass
 class ServiceState:
     settings: ApiSettings
@@ -73,6 +79,8 @@ class ServiceState:
     batcher: QueryBatcher | None = None
     follower: TopicFollower | None = None
     loaded: bool = False
+    #: /search requests past the readiness check and not yet answered (the event loop's count)
+    in_flight: int = 0
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _compaction: asyncio.Task[bool] | None = None
 
@@ -282,6 +290,14 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def not_ready(request: Request, exc: NotReadyError) -> JSONResponse:
         return JSONResponse({"error": "not_ready", "detail": str(exc)}, status_code=503)
 
+    @app.exception_handler(OverloadedError)
+    async def overloaded(request: Request, exc: OverloadedError) -> JSONResponse:
+        return JSONResponse(
+            {"error": "overloaded", "detail": str(exc)},
+            status_code=503,
+            headers={"Retry-After": "1"},
+        )
+
 
 class SearchTiming:
     """Pure ASGI middleware timing ``/search`` from request start to the last body byte.
@@ -298,11 +314,19 @@ class SearchTiming:
             await self.app(scope, receive, send)
             return
         t0 = time.perf_counter()
+        status = 0
+
+        async def send_status(message: Any) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
         try:
-            await self.app(scope, receive, send)
+            await self.app(scope, receive, send_status)
         finally:
             state: ServiceState | None = getattr(scope["app"].state, "vf", None)
-            if state is not None:
+            if state is not None and status == 200:  # refusals are counted, not timed
                 elapsed = time.perf_counter() - t0
                 state.metrics.request_seconds.observe(elapsed)
                 state.metrics.window.add("request", elapsed)
@@ -335,18 +359,30 @@ def _install_routes(app: FastAPI, api: ApiSettings) -> None:
         if not state.ready:
             state.metrics.searches.labels(mode, "503").inc()
             raise NotReadyError("the index is still being built from the topics; retry shortly")
+        limit = api.search_threads + api.max_waiting_searches
+        if api.max_waiting_searches and state.in_flight >= limit:
+            state.metrics.searches.labels(mode, "503").inc()
+            raise OverloadedError(
+                f"{state.in_flight} searches in flight (at most {limit}); retry shortly"
+            )
         weights = Weights(
             api.w_cos if body.w_cos is None else body.w_cos,
             api.w_quality if body.w_quality is None else body.w_quality,
         )
         loop = asyncio.get_running_loop()
-        qvec, waited = await _query_vector(state, body.q, mode)
-        outcome = await loop.run_in_executor(
-            state.executor,
-            lambda: state.retriever.search(
-                body.q, body.top_k, lane=body.lane, mode=mode, weights=weights, qvec=qvec
-            ),
-        )
+        state.in_flight += 1
+        state.metrics.in_flight.set(state.in_flight)
+        try:
+            qvec, waited = await _query_vector(state, body.q, mode)
+            outcome = await loop.run_in_executor(
+                state.executor,
+                lambda: state.retriever.search(
+                    body.q, body.top_k, lane=body.lane, mode=mode, weights=weights, qvec=qvec
+                ),
+            )
+        finally:
+            state.in_flight -= 1
+            state.metrics.in_flight.set(state.in_flight)
         if qvec is not None:  # embedded here: its time is the wait for the batched pass
             outcome.timings["embed"] = waited
         for stage in ("embed", "retrieve", "blend"):

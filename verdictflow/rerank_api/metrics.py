@@ -68,7 +68,7 @@ class ApiMetrics:
         self.window = LatencyWindow(window)
         self.request_seconds = Histogram(
             "vf_search_request_seconds",
-            "Server-side /search time, request received to response sent",
+            "Server-side /search time, request received to response sent (answered searches)",
             registry=r,
             buckets=_BUCKETS,
         )
@@ -84,6 +84,9 @@ class ApiMetrics:
             "/search requests by mode and status",
             ["mode", "status"],
             registry=r,
+        )
+        self.in_flight = Gauge(
+            "vf_search_in_flight", "/search requests being answered or waiting", registry=r
         )
         self.records = Counter(
             "vf_api_topic_records", "Records read from docs / doc-quality", ["topic"], registry=r

@@ -26,7 +26,8 @@ _DESCRIPTIONS = {
     413: "The body is larger than the server's `max_body_bytes` (`too_large`).",
     422: "A field is missing, has the wrong type, is out of range or unknown "
     "(`invalid_request`); `detail` names it.",
-    503: "The index is still being built (`not_ready`); retry shortly.",
+    503: "The index is still being built (`not_ready`), or more searches are waiting than the "
+    "replica takes (`overloaded`, with `Retry-After`); retry shortly.",
 }
 
 

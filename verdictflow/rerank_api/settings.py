@@ -87,6 +87,10 @@ class ApiSettings(BaseSettings):
     #: Declare readiness anyway when the topics bring nothing for this long (end offsets lie).
     ready_idle_seconds: Annotated[float, Field(gt=0)] = 3.0
     search_threads: Annotated[int, Field(ge=1, le=64)] = 2
+    #: /search requests that may wait for a search thread at once; one more is refused at once
+    #: with 503 ``overloaded`` and ``Retry-After: 1`` instead of queueing for seconds past the
+    #: replica's capacity (0: no limit). 64 waiting is ~0.4 s at 150 req/s (docs/scaling.md).
+    max_waiting_searches: Annotated[int, Field(ge=0, le=100_000)] = 64
     #: FAISS OpenMP threads; 1 avoids spin-waiting threads fighting requests for cores.
     faiss_threads: Annotated[int, Field(ge=1, le=256)] = 1
     latency_window: Annotated[int, Field(ge=100)] = 200_000
