@@ -34,7 +34,7 @@ dev: setup
 # machine the suite took 26 min in one process and 15 min in two (docs/development.md#tests).
 TEST_WORKERS ?= 2
 test: setup lint
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal --durations=15
 
 lint: setup
 	$(BIN)/ruff check verdictflow tests bench scripts
