@@ -17,30 +17,6 @@ from tests.support.processes import WorkerProcess
 from verdictflow.streams.broker import EmbeddedBroker
 from verdictflow.streams.settings import Settings
 
-#: The longest test modules (about 1-3 minutes each on the 2-core VM; ``make test`` prints the
-#: slowest tests), run first: xdist's worksteal hands each worker a contiguous half of the
-#: collected list and lets an idle worker steal from the end of the other's, so long tests at
-#: the front are shared out early, while one collected last ran alone after the other worker
-#: had finished. Ranked by their file's name; the rest keep their collected order.
-SLOW_FIRST = (
-    "test_worker_kill.py",
-    "test_rebalance.py",
-    "test_judge_tier.py",
-    "test_bad_input.py",
-    "test_docs_hardening.py",
-    "test_ingest.py",
-    "test_bounded_shutdown.py",
-    "test_broker_restart.py",
-)
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    def rank(item: pytest.Item) -> int:
-        name = item.path.name
-        return SLOW_FIRST.index(name) if name in SLOW_FIRST else len(SLOW_FIRST)
-
-    items.sort(key=rank)
-
 
 @pytest.fixture(scope="session")
 def broker_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
