@@ -89,7 +89,8 @@ class ApiSettings(BaseSettings):
     search_threads: Annotated[int, Field(ge=1, le=64)] = 2
     #: /search requests that may wait for a search thread at once; one more is refused at once
     #: with 503 ``overloaded`` and ``Retry-After: 1`` instead of queueing for seconds past the
-    #: replica's capacity (0: no limit). 64 waiting is ~0.4 s at 150 req/s (docs/scaling.md).
+    #: replica's capacity (0: no limit). 64 waiting is ~0.6 s at 110 answered a second
+    #: (docs/scaling.md).
     max_waiting_searches: Annotated[int, Field(ge=0, le=100_000)] = 64
     #: FAISS OpenMP threads; 1 avoids spin-waiting threads fighting requests for cores.
     faiss_threads: Annotated[int, Field(ge=1, le=256)] = 1
