@@ -23,13 +23,11 @@ import threading
 import time
 from pathlib import Path
 
-import orjson
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from answers_throughput import fresh_settings, machine
 
-from tests.support.otel_traces import send_traces, wait_healthy
+from tests.support.otel_traces import send_traces, traced_ids, wait_healthy
 from tests.support.processes import WorkerProcess, settings_env
 from tests.support.reliability import OutputCollector
 from verdictflow.dev_servers import start_server, stop_server
@@ -39,16 +37,6 @@ from verdictflow.streams.settings import Settings
 #: (seconds after the first worker started sending, what happens to the group)
 SCHEDULE = ((15.0, "join"), (35.0, "join"), (55.0, "sigterm 2nd"), (70.0, "sigkill 1st"))
 SEND_SECONDS = 85.0
-
-
-def traced(out: OutputCollector) -> set[str]:
-    """Trace ids of the groundedness verdicts collected so far."""
-    ids = set()
-    for values in out.verdicts.values():
-        v = orjson.loads(values[0])
-        if v["kind"] == "groundedness" and v.get("trace_id"):
-            ids.add(v["trace_id"])
-    return ids
 
 
 def one_run(tmp: Path, interval: float, wait: float) -> dict[str, object]:
@@ -88,9 +76,9 @@ def one_run(tmp: Path, interval: float, wait: float) -> dict[str, object]:
                 thread.join()
                 stopped = time.monotonic()
                 want = set(sent)
-                out.wait_until(lambda: want <= traced(out), timeout=wait)
+                out.wait_until(lambda: want <= traced_ids(out, "groundedness"), timeout=wait)
                 done = time.monotonic() - stopped
-                missing = sorted(want - out.under_lock(lambda: traced(out)))
+                missing = sorted(want - out.under_lock(lambda: traced_ids(out, "groundedness")))
         finally:
             stop.set()
             for w in workers:

@@ -18,7 +18,7 @@ import orjson
 import pytest
 
 from tests.support.openai_standin import StandIn, serve
-from tests.support.otel_traces import send_traces, wait_healthy
+from tests.support.otel_traces import send_traces, traced_ids, wait_healthy
 from tests.support.paths import ROOT
 from tests.support.processes import settings_env
 from tests.support.reliability import OutputCollector
@@ -97,14 +97,6 @@ def grounded(out: OutputCollector) -> set[str]:
         if v["kind"] == "groundedness":
             ids.add(v["input_id"])
     return ids
-
-
-def traced_ids(out: OutputCollector, kind: str | None = None) -> set[str]:
-    """Trace ids carried by the verdicts collected (of ``kind`` only, when given)."""
-    return {
-        v["trace_id"] for v in map(orjson.loads, (x[0] for x in out.verdicts.values()))
-        if v.get("trace_id") and kind in (None, v["kind"])
-    }  # fmt: skip
 
 
 def run_example(ingest_url: str) -> str:

@@ -5,8 +5,13 @@ with its messages. Shared by the ingest test and ``bench/trace_membership.py``."
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import httpx
+import orjson
+
+if TYPE_CHECKING:
+    from tests.support.reliability import OutputCollector
 
 
 def send_traces(url: str, first: int, count: int) -> list[tuple[str, str, str, list[str]]]:
@@ -59,3 +64,11 @@ def wait_healthy(url: str) -> None:
             pass
         time.sleep(0.2)
     raise AssertionError("ingest did not come up")
+
+
+def traced_ids(out: OutputCollector, kind: str | None = None) -> set[str]:
+    """Trace ids carried by the verdicts collected (of ``kind`` only, when given)."""
+    return {
+        v["trace_id"] for v in map(orjson.loads, (x[0] for x in out.verdicts.values()))
+        if v.get("trace_id") and kind in (None, v["kind"])
+    }  # fmt: skip
