@@ -21,9 +21,10 @@ from tests.support.openai_standin import StandIn, serve
 from tests.support.otel_traces import send_traces, traced_ids, wait_healthy
 from tests.support.paths import ROOT
 from tests.support.processes import settings_env
-from tests.support.reliability import OutputCollector
+from tests.support.reliability import OutputCollector, group_positions
 from verdictflow.dev_servers import start_server, stop_server
 from verdictflow.scoring_jobs.tail import tail
+from verdictflow.streams.topics import ANSWERS, SPANS
 
 pytestmark = pytest.mark.broker
 
@@ -69,9 +70,17 @@ def test_traces_and_ndjson_answers_become_answer_events_and_verdicts(
             alive = lambda: again.proc.poll() is None and joined.proc.poll() is None  # noqa: E731
             want = TRACES + 10 + 3
             if not out.wait_until(lambda: len(grounded(out)) >= want, timeout=120, alive=alive):
-                seen, traced = out.under_lock(lambda: (len(grounded(out)), traced_ids(out)))
+                seen, traced, dead = out.under_lock(
+                    lambda: (grounded(out), traced_ids(out), list(out.dead))
+                )
                 missing = sorted({t for t, *_ in sent} - traced)
-                pytest.fail(f"{seen} of {want} answers grounded; missing traces: {missing}\n"
+                nd_missing = sorted({f"nd{i}" for i in range(10)} - seen)
+                pytest.fail(f"{len(seen)} of {want} answers grounded; missing traces: {missing}; "
+                            f"missing NDJSON answers: {nd_missing}; dead letters: {dead[-5:]}; "
+                            f"example output: {example!r}; "
+                            f"{group_positions(settings, settings.app_id, [SPANS, ANSWERS])}; "
+                            f"of those NDJSON answers, a fresh consumer finds grounded: "
+                            f"{sorted(_grounded_on_broker(settings) & set(nd_missing))}\n"
                             f"{again.log()[-3000:]}\n{joined.log()[-3000:]}")  # fmt: skip
         events = asyncio.run(_answers(settings))
         by_trace = {e["trace_id"]: e for e in events if e.get("tenant") == "t9"}
@@ -113,6 +122,17 @@ def run_example(ingest_url: str) -> str:
         )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     return result.stdout
+
+
+def _grounded_on_broker(settings) -> set[str]:
+    async def read() -> set[str]:
+        found = set()
+        async for _, value in tail(["verdicts.groundedness"], settings, from_beginning=True,
+                                   timeout=3):  # fmt: skip
+            found.add(orjson.loads(value)["input_id"])
+        return found
+
+    return asyncio.run(read())
 
 
 async def _answers(settings) -> list[dict]:

@@ -262,3 +262,47 @@ def test_a_jump_before_the_backstops_seek_does_not_replace_it(consumer) -> None:
     consumer._request_seek(TOPIC, 100)  # what _reread_missing_heads asks for
     assert passed_on(consumer, TOPIC, [121]) == []
     assert consumer._seek_requests == {TOPIC: 100}
+
+
+async def test_without_a_committed_offset_reading_starts_at_the_log_start(
+    consumer, monkeypatch
+) -> None:
+    """Docstring, 6.: no commit yet, records 0-6 dropped on the way and 7 came first (the
+    ingest test under load). 7 must not start the sequence, nor its run be committed."""
+    monkeypatch.setattr(faust_aiokafka.Consumer, "seek", no_seek)
+
+    async def nothing_committed(self: object) -> dict[TP, int | None]:
+        return {TOPIC: None}
+
+    async def log_start(self: object, *tps: TP) -> dict[TP, int]:
+        assert tps == (TOPIC,)
+        return {TOPIC: 0}
+
+    monkeypatch.setattr(faust_aiokafka.Consumer, "seek_to_committed", nothing_committed)
+    monkeypatch.setattr(faust_aiokafka.Consumer, "earliest_offsets", log_start)
+    await consumer.seek_to_committed()
+    assert passed_on(consumer, TOPIC, [7, 8]) == []
+    assert consumer._seek_requests == {TOPIC: 0}, "read again from the log start"
+    acked(consumer, None, [7, 8, 9])
+    assert consumer._new_offset(TOPIC) is None, "a run after the log start is not committed"
+    assert consumer._missing_heads[TOPIC][0] == 0
+    assert passed_on(consumer, TOPIC, [0, 1]) == [0, 1]
+    acked(consumer, None, [0, 1, 7])
+    assert consumer._new_offset(TOPIC) == 2
+
+
+async def test_without_a_log_start_the_first_record_starts_the_sequence(
+    consumer, monkeypatch
+) -> None:
+    """The broker did not answer: as before 6., nothing is expected (reading goes on)."""
+
+    async def nothing_committed(self: object) -> dict[TP, int | None]:
+        return {TOPIC: None}
+
+    async def unreachable(self: object, *tps: TP) -> dict[TP, int]:
+        raise ConnectionError("broker away")
+
+    monkeypatch.setattr(faust_aiokafka.Consumer, "seek_to_committed", nothing_committed)
+    monkeypatch.setattr(faust_aiokafka.Consumer, "earliest_offsets", unreachable)
+    await consumer.seek_to_committed()
+    assert passed_on(consumer, TOPIC, [7, 8]) == [7, 8]

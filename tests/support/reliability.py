@@ -29,7 +29,7 @@ from verdictflow.scoring_jobs.tail import tail
 from verdictflow.streams.fatal import EXIT_RESTART_ME
 from verdictflow.streams.settings import Settings
 from verdictflow.streams.table_migration import changelog
-from verdictflow.streams.topic_reader import read_whole_topic
+from verdictflow.streams.topic_reader import assign_all, read_whole_topic
 from verdictflow.streams.topics import DEAD_LETTERS, TABLE_SOURCES, VERDICT_TOPICS, full_name
 
 T = TypeVar("T")
@@ -227,3 +227,38 @@ def copartitioning(settings: Settings) -> tuple[dict[str, int], list[str]]:
                         f"{table}: key {key!r} state in {at}, record in {name}[{partition}]"
                     )
     return checked, problems
+
+
+def group_positions(settings: Settings, group: str, topics: Iterable[str]) -> str:
+    """``topic[p] committed/end`` of ``group`` on ``topics``' partitions with records left:
+    tells a stalled partition (committed behind the end long after the last send) from input
+    that was consumed without output, when a test's expected records do not arrive."""
+    from aiokafka import AIOKafkaConsumer
+
+    async def read() -> str:
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=settings.bootstrap_servers, group_id=group, enable_auto_commit=False
+        )
+        await consumer.start()
+        try:
+            names = [full_name(t, settings.topic_prefix) for t in topics]
+            tps = sorted(await assign_all(consumer, names, wait_seconds=5))
+            # The log end as a fetch reports it: the embedded broker's ListOffsets answers one
+            # short when a partition's last batch holds several records.
+            await consumer.seek_to_beginning(*tps)
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline and any(consumer.highwater(tp) is None for tp in tps):
+                await consumer.getmany(timeout_ms=200)
+            lines = []
+            for tp in tps:
+                done, end = await consumer.committed(tp), consumer.highwater(tp)
+                if done is None or end is None or done < end:
+                    lines.append(f"{tp.topic}[{tp.partition}] {done}/{end}")
+            return ", ".join(lines) or "every partition committed to its end"
+        finally:
+            await consumer.stop()
+
+    try:
+        return f"group {group}: " + asyncio.run(read())
+    except Exception as exc:  # a diagnostic must not hide the failure it describes
+        return f"group {group}: positions unavailable ({exc!r})"
