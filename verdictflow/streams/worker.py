@@ -68,6 +68,15 @@ class BoundedShutdownWorker(faust.Worker):  # type: ignore[misc]  # faust is unt
 
     shutdown_seconds: float = 10.0
 
+    async def on_first_start(self) -> None:
+        await super().on_first_start()
+        # ``--tier all`` runs one app per tier. Started one after the other (mode's dependency
+        # loop), each waited for its own group join (~3 s on the embedded broker) and table
+        # registration (~1 s): ~10 s per worker start, paid again at every restart. Side by
+        # side they join together; the dependency loop that follows finds them started.
+        if self.services:
+            await asyncio.gather(*(app.maybe_start() for app in (*self.services, self.app)))
+
     def _schedule_shutdown(self, signal_: signal.Signals) -> None:
         if not self._signal_stop_time:
             arm_exit_timer(self.shutdown_seconds, f"{signal_.name} received")
