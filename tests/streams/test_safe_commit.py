@@ -203,16 +203,45 @@ async def test_the_lowest_missing_record_is_read_again(consumer, monkeypatch) ->
     assert TOPIC not in consumer._next_offset, "no longer waits for a processed record"
 
 
-async def test_compacted_source_topics_keep_fausts_rules(consumer) -> None:
-    """``docs`` is compacted in the topic plan: its log is all holes, which Faust's gaps cover."""
-    docs = TP("t.docs", 0)
-    assert docs.topic in consumer.app.compacted_topics
+DOCS = TP("t.docs", 0)
+
+
+async def test_a_compacted_topic_counts_a_hole_only_after_reading_again(
+    consumer, monkeypatch
+) -> None:
+    """Docstring, 7.: ``docs`` is compacted in the topic plan. Faust's own jumps count for
+    nothing there either; a jump is read again, and only when the first record fetched after
+    that seek is still past the expected one is the range a hole, counted as processed."""
+    monkeypatch.setattr(faust_aiokafka.Consumer, "seek", no_seek)
+    assert DOCS.topic in consumer.app.compacted_topics
     assert TOPIC.topic not in consumer.app.compacted_topics
-    consumer._committed_offset[docs] = 10
-    await consumer._add_gap(docs, 11, 20)
-    consumer._acked[docs] = [10, 20]
-    consumer._acked_index[docs] = {10, 20}
-    assert consumer._new_offset(docs) == 21
+    await consumer._add_gap(DOCS, 11, 19)
+    assert not consumer._gap.get(DOCS), "Faust's jump is not a hole"
+    await consumer.seek(DOCS, 10)  # the committed offset; 10-19 compacted away
+    consumer._fetches += 1  # the next fetch, made after the seek
+    consumer._in_fetch = True
+    assert passed_on(consumer, DOCS, [20, 21]) == [20, 21]
+    consumer._add_holes()
+    consumer._committed_offset[DOCS] = 10
+    consumer._acked[DOCS] = [20, 21]
+    consumer._acked_index[DOCS] = {20, 21}
+    assert consumer._new_offset(DOCS) == 22, "the hole at the head counts as processed"
+
+
+async def test_a_stale_record_in_a_compacted_topic_is_not_a_hole(consumer, monkeypatch) -> None:
+    """A record fetched before the seek (in the fetch being iterated) is read again, never
+    taken for a hole: 10-19 exist and were lost on the way."""
+    monkeypatch.setattr(faust_aiokafka.Consumer, "seek", no_seek)
+    consumer._fetches, consumer._in_fetch = 5, True
+    consumer._next_offset[DOCS] = 10
+    assert passed_on(consumer, DOCS, [20]) == []
+    assert consumer._seek_requests == {DOCS: 10}
+    await consumer._make_requested_seeks()  # mid-fetch: fresh records come from fetch 6 on
+    assert passed_on(consumer, DOCS, [21]) == [], "still the same fetch: stale"
+    consumer._fetches += 1
+    assert passed_on(consumer, DOCS, [10, 11]) == [10, 11]
+    consumer._add_holes()
+    assert not consumer._gap.get(DOCS)
 
 
 async def test_records_fetched_but_never_passed_on_are_read_again(consumer, monkeypatch) -> None:

@@ -63,11 +63,19 @@ as missing its head record (below): read again from the committed offset.
    a committed offset expects the log start offset (asked of the broker at the seek), and it
    stands in for the committed offset in the commit rule until the first commit.
 
-What this gives up: a source topic with offset holes (a transactional producer's commit
-markers) would restart the worker at each hole, so transactional producers to the input topics
-are not supported (docs/reliability.md). A compacted source topic (``docs``) is all holes
-once compacted, so it keeps Faust's rules (:attr:`SafeCommitApp.compacted_topics`): a lost
-``docs`` record there leaves a document's quality stale until its next update.
+7. **Compacted topics.** ``docs`` is compacted (:attr:`SafeCommitApp.compacted_topics`):
+   once compacted it is full of holes, which the rules above would take for lost records. It
+   kept Faust's rules, so a ``docs`` record could be lost like the ones above, leaving a
+   document's quality wrong until its next update (the rebalance test, 2026-11-26: one
+   document's quality row missing after the SIGKILL phase). Its records now go on in sequence
+   too, and a jump is read again from the expected offset like any other; when the first
+   record of the partition fetched *after* that seek (aiokafka drops what it fetched before a
+   seek) is still past it, the records between were compacted away: the hole is counted as
+   processed and reading goes on.
+
+What this gives up: a source topic with offset holes that are not compaction (a
+transactional producer's commit markers) would restart the worker at each hole, so
+transactional producers to the input topics are not supported (docs/reliability.md).
 
 Two earlier versions filtered every partition from Faust's own seeks on, one also taking a
 jump in a fetch made after a seek for a hole; the kill test caught both (303 verdicts counted
@@ -122,6 +130,13 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
         self._stalled_since: dict[Any, float] = {}
         #: Partitions without a committed offset -> their log start offset (see 6.).
         self._log_start: dict[Any, int] = {}
+        #: Fetches (getmany calls) so far, and whether one is being iterated (see 7.).
+        self._fetches = 0
+        self._in_fetch = False
+        #: tp -> the first fetch whose records of tp come after its last seek (see 7.).
+        self._fresh_from_fetch: dict[Any, int] = {}
+        #: Compaction holes confirmed, to count as processed: (tp, first, last offset).
+        self._holes: list[tuple[Any, int, int]] = []
 
     @property
     def partitions_held(self) -> int:
@@ -148,6 +163,7 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
             self._seek_requests.pop(tp, None)
             self._log_start.pop(tp, None)
             self._next_offset.pop(tp, None)
+            self._fresh_from_fetch.pop(tp, None)
             if not self._sequenced(tp):
                 continue
             if offset is not None and offset >= 0:
@@ -183,16 +199,34 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
             self._next_offset[tp] = offset
             self._reread_from[tp] = offset  # stale records on their way: no new seek
             self._passed_on.pop(tp, None)
+            # aiokafka drops what it fetched before a seek, so the records of the fetch after
+            # this one start at ``offset`` or, in a compacted topic, at the next kept record.
+            self._fresh_from_fetch[tp] = self._fetches + (1 if self._in_fetch else 0)
         await super().seek(partition, offset)
 
     async def getmany(self, timeout: float) -> AsyncIterator[tuple[Any, Any]]:
+        self._fetches += 1
         await self._make_requested_seeks()
-        async for tp, message in super().getmany(timeout):
-            if self._in_sequence(tp, message.offset):
-                self._passed_on[tp] = message.offset
-                yield tp, message
-            elif self._seek_requests:
-                await self._make_requested_seeks()
+        self._in_fetch = True
+        try:
+            async for tp, message in super().getmany(timeout):
+                if self._in_sequence(tp, message.offset):
+                    self._passed_on[tp] = message.offset
+                    self._add_holes()
+                    yield tp, message
+                elif self._seek_requests:
+                    await self._make_requested_seeks()
+        finally:
+            self._in_fetch = False
+
+    def _add_holes(self) -> None:
+        """Count confirmed compaction holes as processed, in Faust's gap set (docstring 7.;
+        not through Faust's ``_add_gap``, which starts a gap one past the committed offset
+        and would leave a hole at the head unprocessed for good)."""
+        while self._holes:
+            tp, first, last = self._holes.pop()
+            self._gap[tp].addi(first, last + 1)
+            self._gap[tp].merge_overlaps()
 
     async def _make_requested_seeks(self) -> None:
         """Seek where asked, here in the fetch loop with no record's callback in flight (a
@@ -209,8 +243,9 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
         self._seek_requests[tp] = offset if pending is None else min(pending, offset)
 
     def _sequenced(self, tp: Any) -> bool:
-        """Whether ``tp``'s records go on only in sequence: source topics without holes."""
-        return not (self._is_changelog_tp(tp) or self._compacted(tp))
+        """Whether ``tp``'s records go on only in sequence: every source topic (compacted ones
+        with their holes confirmed, docstring 7.); changelogs are Faust's recovery's."""
+        return not self._is_changelog_tp(tp)
 
     def _in_sequence(self, tp: Any, offset: int) -> bool:
         """Whether the record at ``offset`` may go on: the next one expected on ``tp`` (any
@@ -225,6 +260,19 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
             if self._seek_requests.get(tp) == offset:
                 del self._seek_requests[tp]  # it came before the seek was made
             return True
+        if (
+            offset > expected
+            and self._compacted(tp)
+            and self._reread_from.get(tp) == expected
+            and self._fetches >= self._fresh_from_fetch.get(tp, self._fetches + 1)
+        ):
+            # The first record fetched after reading again from ``expected`` is past it: the
+            # records between were compacted away (docstring, 7.).
+            logger.info("%s: records %d-%d compacted away", tp, expected, offset - 1)
+            self._holes.append((tp, expected, offset - 1))
+            self._next_offset[tp] = offset + 1
+            self._reread_from.pop(tp, None)
+            return True
         self.stale_records_dropped += 1
         if offset > expected and self._reread_from.get(tp) != expected:
             logger.info("%s: record %d came before %d: reading again from %d",
@@ -233,9 +281,8 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
         return False
 
     async def _add_gap(self, tp: Any, offset_from: int, offset_to: int) -> None:
-        """Count nothing as processed on Faust's offset jumps (see the docstring, 2.)."""
-        if self._compacted(tp):
-            await super()._add_gap(tp, offset_from, offset_to)
+        """Count nothing as processed on Faust's offset jumps (see the docstring, 2.): only
+        holes confirmed by a re-read are (:meth:`_add_holes`)."""
 
     # -- the commit rule ----------------------------------------------------------------------
 
@@ -245,12 +292,11 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
     def _new_offset(self, tp: Any) -> int | None:
         """The offset to commit for ``tp``: one past the run of acked offsets that starts at
         the committed offset, or None when the record at that offset is not acked."""
-        if self._compacted(tp):
-            result: int | None = super()._new_offset(tp)
-            return result
         acked: list[int] = self._acked[tp]
         if not acked:
             return None
+        if self._compacted(tp):
+            self._merge_holes(tp, acked)
         acked.sort()
         committed: int | None = self._committed_offset[tp]
         if committed is None:
@@ -271,6 +317,18 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
         self._acked_index[tp].difference_update(run)
         return run[-1] + 1
 
+    def _merge_holes(self, tp: Any, acked: list[int]) -> None:
+        """Move the confirmed holes below the highest acked offset into ``acked`` (as Faust's
+        own rule does with its gaps)."""
+        holes = self._gap[tp]
+        if not holes:
+            return
+        for hole in sorted(holes.overlap(0, max(acked) + 1), key=lambda h: h.begin):
+            holes.remove(hole)
+            offsets = range(hole.begin, hole.end)
+            acked.extend(offsets)
+            self._acked_index[tp].update(offsets)
+
     def _head_offset(self, tp: Any) -> int | None:
         """The committed offset, else (nothing committed yet) the log start (see 6.)."""
         committed = self._committed_offset.get(tp)
@@ -288,6 +346,7 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
             self._passed_on.pop(tp, None)
             self._stalled_since.pop(tp, None)
             self._log_start.pop(tp, None)
+            self._fresh_from_fetch.pop(tp, None)
         try:
             await super().on_partitions_revoked(revoked)
         finally:
