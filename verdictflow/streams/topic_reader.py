@@ -58,8 +58,9 @@ async def read_whole_topic(
     """Every record of ``topic`` as ``(partition, key, value)``, in partition then offset order.
 
     Stops when every partition reached the end offset it had at the start, or after
-    ``idle_seconds`` without a record (the embedded broker can report an end offset past the
-    last record when a batch held several; see docs/embedded-broker.md).
+    ``idle_seconds`` without a record (the embedded broker reports an end offset short of the
+    log end when the last batch held several records, docs/embedded-broker.md; the fetch that
+    reaches it returns that whole batch).
     """
     consumer = groupless_consumer(settings)
     await consumer.start()
