@@ -82,7 +82,7 @@ def test_traces_and_ndjson_answers_become_answer_events_and_verdicts(
                             f"of those NDJSON answers, a fresh consumer finds grounded: "
                             f"{sorted(_grounded_on_broker(settings) & set(nd_missing))}\n"
                             f"{again.log()[-3000:]}\n{joined.log()[-3000:]}")  # fmt: skip
-        events = asyncio.run(_answers(settings))
+        events = asyncio.run(_read_all(settings, "answers"))
         by_trace = {e["trace_id"]: e for e in events if e.get("tenant") == "t9"}
         assert len(by_trace) == TRACES
         for trace_id, query, answer, docs in sent:
@@ -125,19 +125,13 @@ def run_example(ingest_url: str) -> str:
 
 
 def _grounded_on_broker(settings) -> set[str]:
-    async def read() -> set[str]:
-        found = set()
-        async for _, value in tail(["verdicts.groundedness"], settings, from_beginning=True,
-                                   timeout=3):  # fmt: skip
-            found.add(orjson.loads(value)["input_id"])
-        return found
-
-    return asyncio.run(read())
+    """Input ids of the groundedness verdicts a fresh consumer finds on the broker."""
+    return {v["input_id"] for v in asyncio.run(_read_all(settings, "verdicts.groundedness"))}
 
 
-async def _answers(settings) -> list[dict]:
+async def _read_all(settings, topic: str) -> list[dict]:
     out = []
-    async for _, value in tail(["answers"], settings, from_beginning=True, timeout=3):
+    async for _, value in tail([topic], settings, from_beginning=True, timeout=3):
         out.append(orjson.loads(value))
     return out
 

@@ -298,9 +298,9 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
         if self._compacted(tp):
             self._merge_holes(tp, acked)
         acked.sort()
-        committed: int | None = self._committed_offset[tp]
-        if committed is None:
-            committed = self._revoking.get(tp, self._log_start.get(tp))  # see 6.
+        committed = self._head_offset(tp)
+        if committed is None:  # being revoked: Faust forgot it, _revoking kept it
+            committed = self._revoking.get(tp)
         if committed is not None:
             covered = bisect.bisect_left(acked, committed)  # acked again after a commit
             if covered:
@@ -377,8 +377,7 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
         for tp in assigned:
             if not self._sequenced(tp) or tp in self._paused_partitions:
                 continue
-            committed = self._committed_offset.get(tp)
-            head = self._log_start.get(tp, 0) if committed is None else int(committed)
+            head = self._head_offset(tp) or 0  # nothing known: read from the start
             try:
                 end = self.highwater(tp)
             except Exception:  # not assigned any more (a rebalance): skip it
