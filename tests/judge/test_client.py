@@ -74,7 +74,7 @@ def test_failures_are_retried_with_retry_after_and_the_verdict_names_the_swap() 
     assert [c["supported"] for c in claims] == [True, False]
     assert claims[0]["context"] == {"index": 0, "start": 0, "end": 33}  # the quote, found
     assert verdict.evidence["reviews"]["verdict_id"] == "v-a1"
-    assert verdict.evidence["judge"]["prompt_version"] == "faithfulness_llm/1"
+    assert verdict.evidence["judge"]["prompt_version"] == "faithfulness_llm/2"
     assert verdict.evidence["usage"]["attempts"] == 3
 
 

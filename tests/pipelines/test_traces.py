@@ -46,7 +46,7 @@ def test_an_openinference_rag_trace_gives_its_answer_event() -> None:
     spans = openinference_trace()
     assert [keep(s) for s in spans] == [True, True, True, False]
     (event,) = assemble(reversed(spans), "tenant.id").events
-    assert event.id == "c" * 16
+    assert event.id == f"{TRACE}-{'c' * 16}"
     assert (event.request_id, event.trace_id, event.span_id) == (TRACE, TRACE, "c" * 16)
     assert (event.query, event.answer, event.model, event.tenant) == (
         "Capital of France?", "Paris.", "gpt-x", "acme",
@@ -92,3 +92,21 @@ def test_an_llm_span_without_output_is_skipped_with_a_reason() -> None:
     result = assemble(spans, None)
     assert result.events == []
     assert "no output" in result.skipped[0]
+
+
+def test_two_traces_whose_llm_spans_share_a_span_id_get_different_ids_and_verdict_ids() -> None:
+    """Span ids are unique within a trace only (a QA probe: two traces with LLM span
+    ``0000000000000003`` got the same groundedness verdict id, one PASS, one FAIL)."""
+    from verdictflow.evaluators.answer_verdicts import verdict_id
+    from verdictflow.models.verdicts import VerdictKind
+
+    other = "1" * 32
+    first = assemble(openinference_trace(), None).events[0]
+    second = assemble(
+        [s.model_copy(update={"trace_id": other}) for s in openinference_trace()], None
+    ).events[0]
+    assert first.span_id == second.span_id
+    assert first.id != second.id
+    assert other in second.id
+    kind = VerdictKind.GROUNDEDNESS
+    assert verdict_id(first.id, kind, "d") != verdict_id(second.id, kind, "d")

@@ -27,10 +27,24 @@ from verdictflow.dev_servers import free_port
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
-def scripted_reply(prompt: str) -> dict[str, Any]:
+def judge_fields(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The judge prompt's JSON fields (question, contexts, answer), or None for another prompt."""
+    for message in body.get("messages", []):
+        if message.get("role") != "user":
+            continue
+        try:
+            data = orjson.loads(message.get("content", ""))
+        except orjson.JSONDecodeError:
+            return None
+        if isinstance(data, dict) and {"contexts", "answer"} <= data.keys():
+            return data
+    return None
+
+
+def scripted_reply(fields: dict[str, Any]) -> dict[str, Any]:
     """The claims a careful judge gives on easy cases (see the module doc)."""
-    contexts = prompt.split("Contexts:\n", 1)[-1].split("\n\nAnswer:\n", 1)[0].lower()
-    answer = prompt.split("\n\nAnswer:\n", 1)[-1].strip()
+    contexts = "\n\n".join(fields["contexts"]).lower()
+    answer = fields["answer"].strip()
     claims = []
     for sentence in (s for s in _SENTENCE.split(answer) if s.strip()):
         core = sentence.strip().rstrip(".").lower()
@@ -44,7 +58,7 @@ def scripted_reply(prompt: str) -> dict[str, Any]:
 class StandIn:
     """What the server does and what it saw."""
 
-    #: One entry per request, cycling: "ok", "500", "429", "malformed".
+    #: One entry per request, cycling: "ok", "500", "429", "malformed", "huge".
     pattern: Sequence[str] = ("ok",)
     latency: float = 0.0
     retry_after: float = 1.0
@@ -75,10 +89,15 @@ class StandIn:
                     headers={"retry-after": str(self.retry_after)},
                 )
             prompt = "\n".join(m["content"] for m in body["messages"])
+            fields = judge_fields(body)
             if outcome == "malformed":
                 content = "this is not json"
-            elif "\n\nAnswer:\n" in prompt:  # the judge's prompt: the claims contract
-                content = orjson.dumps(scripted_reply(prompt)).decode()
+            elif outcome == "huge":  # a reply of megabytes (the hardening probe's 10 MB)
+                content = orjson.dumps(
+                    {"claims": [{"claim": "x", "supported": True, "evidence": "y" * 3_000_000}]}
+                ).decode()
+            elif fields is not None:  # the judge's prompt: the claims contract
+                content = orjson.dumps(scripted_reply(fields)).decode()
             else:  # an application's question: answer with the context's first sentence
                 lines = [ln for ln in prompt.splitlines()[1:] if ln.strip()]
                 content = lines[0] if lines else "I do not know."

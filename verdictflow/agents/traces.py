@@ -11,6 +11,16 @@ before, in the partition that owns the trace. The entry is then kept, without it
 ``trace_retention_seconds`` (a span arriving later is counted and dropped, not assembled into a
 second, partial set of answers), then forgotten by another tick.
 
+**Bounded state.** A trace's state is one table entry, so it must fit in one changelog record
+(:mod:`verdictflow.streams.record_limits`): its spans are kept up to :data:`MAX_SPANS` and
+:data:`MAX_STATE_BYTES` (JSON bytes); a span past either bound is dropped and counted, and the
+trace is assembled from the spans that fit when it closes, with one dead letter
+(``trace_spans_dropped``: how many spans, how many bytes) so that an operator sees that its
+answers were built from part of it. An answer event too large to send is dead-lettered
+(``record_too_large``) instead of sent; the trace's other answers go on. (The 8 MiB per-trace
+bound before issue 40 could never be reached: the first state record over ~1 MB crashed the
+worker, and every restart crashed again on the same records.)
+
 At-least-once: a worker killed after it sent a trace's answers and before their table write
 assembles the trace again after its restart and sends the same answers (same ids); a span
 delivered twice is kept once (by span id).
@@ -27,21 +37,25 @@ import faust
 import orjson
 from pydantic import ValidationError
 
+from verdictflow.models.codec import encode
+from verdictflow.models.dead_letter import DeadLetter
 from verdictflow.models.spans import CloseTick, SpanRecord
 from verdictflow.pipelines.traces import assemble
 from verdictflow.streams.batch_agent import batch_agent, per_record
 from verdictflow.streams.durable_table import StagedWrites, durable_table
 from verdictflow.streams.outbox import Outbox
+from verdictflow.streams.record_limits import MAX_RECORD_BYTES, RecordTooLarge, check_record
 from verdictflow.streams.records import Record
 from verdictflow.streams.settings import Settings
-from verdictflow.streams.topics import ANSWERS, SPANS, TRACES_TABLE
+from verdictflow.streams.topics import ANSWERS, DEAD_LETTERS, SPANS, TRACES_TABLE
 
 logger = logging.getLogger(__name__)
 
 AGENT = "vf-traces"
-#: Spans and bytes of span records kept per trace at most; later ones are counted and dropped.
+#: Spans and JSON bytes of spans kept per trace at most; later ones are counted and dropped.
+#: The bytes leave room under the changelog record's limit for the entry's own fields.
 MAX_SPANS = 1000
-MAX_BYTES = 8 * 1024 * 1024
+MAX_STATE_BYTES = MAX_RECORD_BYTES - 32 * 1024
 
 
 class TraceAssembler:
@@ -75,20 +89,35 @@ class TraceAssembler:
         if entry.get("done"):
             self.late_spans += 1
             return
-        spans = list(entry["spans"])
-        if any(s["span_id"] == span.span_id for s in spans):
+        if len(entry["spans"]) >= MAX_SPANS:  # full: no copy, no log line per span
+            self._drop(key, entry, span, 0)
+            return
+        if any(s["span_id"] == span.span_id for s in entry["spans"]):
             return  # redelivered
         value = span.model_dump(mode="json")
-        size = entry.get("bytes", 0) + len(orjson.dumps(value))
-        if len(spans) >= MAX_SPANS or size > MAX_BYTES:
-            self.dropped_spans += 1
-            logger.warning("trace %s: span %s dropped (over %d spans or %d bytes)",
-                           key, span.span_id, MAX_SPANS, MAX_BYTES)  # fmt: skip
+        span_bytes = len(orjson.dumps(value))
+        size = entry.get("bytes", 0) + span_bytes
+        if size > MAX_STATE_BYTES:
+            self._drop(key, entry, span, span_bytes)
             return
-        spans.append(value)
-        entry.update(spans=spans, bytes=size, last=now)
+        entry.update(spans=[*entry["spans"], value], bytes=size, last=now)
         if span.is_root and span.end_unix_nano:
             entry["root_end"] = span.end_unix_nano
+        self.table[key] = entry
+
+    def _drop(self, key: str, entry: dict[str, Any], span: SpanRecord, span_bytes: int) -> None:
+        """Count a span past the trace's bounds (logged once per trace)."""
+        self.dropped_spans += 1
+        dropped = entry.get("dropped", 0)
+        if not dropped:
+            logger.warning(
+                "trace %s: span %s and later ones past %d spans or %d bytes are dropped; the "
+                "trace is assembled from the spans kept", key, span.span_id, MAX_SPANS,
+                MAX_STATE_BYTES,
+            )  # fmt: skip
+        entry.update(dropped=dropped + 1, dropped_bytes=entry.get("dropped_bytes", 0) + span_bytes)
+        if span.is_root and span.end_unix_nano and not entry.get("root_end"):
+            entry["root_end"] = span.end_unix_nano  # the trace can still close when quiet
         self.table[key] = entry
 
     async def _close(self, tick: CloseTick, record: Record, outbox: Outbox) -> None:
@@ -105,21 +134,46 @@ class TraceAssembler:
         spans = [SpanRecord.model_validate(s) for s in entry["spans"]]
         result = assemble(spans, self.settings.trace_tenant_attribute)
         headers = {"vf-source": record.where.encode()}
+        sent = []
         for event in result.events:
             value = orjson.dumps(event.model_dump(mode="json", exclude_none=True))
+            try:
+                check_record(ANSWERS, key, value, headers)
+            except RecordTooLarge as exc:
+                await self._dead_letter(outbox, record, key, "record_too_large", str(exc), value)
+                continue
             await outbox.send(ANSWERS, key, value, headers)
+            sent.append(event)
+        if entry.get("dropped"):
+            detail = (
+                f"trace {key}: {entry['dropped']} spans ({entry.get('dropped_bytes', 0):,} bytes "
+                f"counted) past {MAX_SPANS} spans or {MAX_STATE_BYTES:,} bytes were dropped; "
+                f"{len(sent)} answers were assembled from the {len(spans)} spans kept"
+            )
+            await self._dead_letter(outbox, record, key, "trace_spans_dropped", detail, b"")
         for reason in result.skipped:
             logger.info("trace %s: %s", key, reason)
         self.traces += 1
-        self.answers += len(result.events)
+        self.answers += len(sent)
         self.skipped += result.skipped[-10:]
         self.table[key] = {
             "done": True,
             "done_at": record.timestamp or time.time(),
-            "emitted": [e.id for e in result.events],
+            "emitted": [e.id for e in sent],
             "spans": [],
             "first": entry.get("first"),
         }
+
+    @staticmethod
+    async def _dead_letter(
+        outbox: Outbox, record: Record, key: str, code: str, detail: str, value: bytes
+    ) -> None:
+        letter = DeadLetter(
+            source_topic=record.topic, partition=record.partition, offset=record.offset,
+            key=key, error_code=code, error=detail[:500], raw=DeadLetter.preview(value),
+            raw_size=len(value), raw_sha256=DeadLetter.digest(value), ts=record.timestamp,
+        )  # fmt: skip
+        await outbox.send(DEAD_LETTERS, record.topic, encode(letter))
 
     def due(self, now: float) -> list[CloseTick]:
         """The ticks the timer sends now (resent every 10 s until applied)."""

@@ -110,12 +110,12 @@ class JudgeClient:
                 return second  # type: ignore[return-value]
             invalid, reply, more = reply.content, second[0], second[1]
             attempts += int(more)
-        return Judgement(
+        return Judgement(  # bounded: a reply of megabytes must not reach the cache table
             backend=self.backend.name,
             model=self.backend.model,
             prompt_version=self.backend.prompt_version,
-            content=reply.content,
-            first_invalid=invalid,
+            content=contract.bounded(reply.content),
+            first_invalid=contract.bounded(invalid) if invalid is not None else None,
             prompt_tokens=reply.prompt_tokens,
             completion_tokens=reply.completion_tokens,
             attempts=attempts,

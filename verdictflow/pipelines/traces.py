@@ -17,8 +17,9 @@ Per LLM span of the trace (several give several answers), in start order:
 - **model**: ``llm.model_name``, else ``gen_ai.response.model`` / ``gen_ai.request.model``;
 - **tenant**: the configured attribute, looked up on the span, then the root span, then the
   resource;
-- ``id`` = the LLM span's id, ``request_id`` = ``trace_id`` = the trace id, ``span_id`` = the
-  LLM span's id, ``ts`` = its end time.
+- ``id`` = ``<trace id>-<LLM span id>`` (span ids are unique only within a trace: two traces
+  whose LLM spans share a span id must not share verdict ids), ``request_id`` = ``trace_id`` =
+  the trace id, ``span_id`` = the LLM span's id, ``ts`` = its end time.
 
 Attribute names come from the conventions' own packages (``openinference-semantic-conventions``
 and OpenTelemetry's ``gen_ai`` attributes), never re-typed.
@@ -102,7 +103,7 @@ def assemble(spans: Iterable[SpanRecord], tenant_attribute: str | None) -> Assem
             or _text(llm, SpanAttributes.INPUT_VALUE)
         )
         record: dict[str, Any] = {
-            "id": llm.span_id,
+            "id": answer_id(llm.trace_id, llm.span_id),
             "request_id": llm.trace_id,
             "trace_id": llm.trace_id,
             "span_id": llm.span_id,
@@ -120,6 +121,11 @@ def assemble(spans: Iterable[SpanRecord], tenant_attribute: str | None) -> Assem
             where = ".".join(str(p) for p in first["loc"])
             out.skipped.append(f"LLM span {llm.span_id}: {where}: {first['msg']}")
     return out
+
+
+def answer_id(trace_id: str, span_id: str) -> str:
+    """The answer event's id for an LLM span: trace id and span id (see the module doc)."""
+    return f"{trace_id}-{span_id}"
 
 
 def _text(span: SpanRecord | None, key: str) -> str | None:

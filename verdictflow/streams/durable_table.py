@@ -45,6 +45,8 @@ from typing import Any
 import faust
 from faust.streams import _current_event
 
+from verdictflow.streams.record_limits import check_table_value
+
 #: Changelog layout version, part of every table's name. Layout 1 (unversioned names, JSON
 #: keys, partition from the JSON key's hash) put state in other partitions than its records;
 #: ``verdictflow migrate-tables`` moves layout-1 state into layout 2 (docs/operations.md).
@@ -68,6 +70,12 @@ class DurableWritesTable(faust.Table):  # type: ignore[misc,type-arg]
         the source records; Faust would JSON-quote it. Decided here, in the constructor,
         because Faust builds the changelog topic (and its recovery decoder) right after."""
         return "raw" if typ is str else super()._serializer_from_type(typ)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        """Refuse, before the store changes, an entry whose changelog record would not fit
+        (:mod:`verdictflow.streams.record_limits`)."""
+        check_table_value(self.name, str(key), value)
+        super().__setitem__(key, value)
 
     def send_changelog(self, *args: Any, **kwargs: Any) -> Any:
         fut = super().send_changelog(*args, **kwargs)
@@ -128,6 +136,8 @@ class StagedWrites(MutableMapping[str, Any]):
         return key in self.table
 
     def __setitem__(self, key: str, value: Any) -> None:
+        name = getattr(self.table, "name", "table")
+        check_table_value(name, key, value)  # at the write that made it, not later
         self._staged[key] = (value, self._event())
 
     def __delitem__(self, key: str) -> None:

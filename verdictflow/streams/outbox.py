@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from verdictflow.models.codec import encode
 from verdictflow.streams.kafka_security import aiokafka_security_kwargs
+from verdictflow.streams.record_limits import check_record
 from verdictflow.streams.settings import Settings
 from verdictflow.streams.topics import DEAD_LETTERS, DOC_QUALITY, VERDICT_TOPICS
 
@@ -100,6 +101,7 @@ class FaustOutbox:
     async def send(
         self, topic: str, key: str, value: bytes, headers: Mapping[str, bytes] | None = None
     ) -> None:
+        check_record(topic, key, value, headers)  # never a producer's MessageSizeTooLarge
         header_list = list(headers.items()) if headers else None
         name = self._names[topic]
         if topic in OUTPUT_TOPICS:
@@ -124,6 +126,7 @@ class RecordingOutbox:
     async def send(
         self, topic: str, key: str, value: bytes, headers: Mapping[str, bytes] | None = None
     ) -> None:
+        check_record(topic, key, value, headers)  # as the worker's outbox does
         self.sent.append((topic, key, value))
 
     async def drain(self) -> None:
