@@ -7,6 +7,13 @@ loud that an open listener is meant (a private network, a sidecar proxy doing th
 console and the API serve answers, queries, tenants and evidence: an accidental
 ``--host 0.0.0.0`` must not publish them.
 
+**Host header** (DNS rebinding: a web page whose name a hostile resolver points at 127.0.0.1
+reaches a loopback listener with the browser's own credentials): every listener answers only
+requests whose ``Host`` is a loopback name (``localhost``, ``127.0.0.1``, ``[::1]``), the
+address it was bound to, or a name in ``VERDICTFLOW_ALLOWED_HOSTS`` (comma-separated; ``*``
+turns the check off, e.g. behind a proxy that checks it); others get 400 ``invalid_host``
+(:func:`host_checked`, :func:`allowed_hosts`).
+
 The metrics servers (``monitor``, worker ``--metrics-port``) answer ``/metrics`` with
 Prometheus' exposition and, when a token is set, ask for it as a bearer token (Prometheus'
 ``authorization: {credentials: ...}`` scrape setting).
@@ -16,6 +23,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+import os
 import socket
 import threading
 from collections.abc import Callable, Iterable
@@ -75,6 +83,66 @@ def bearer_matches(header: bytes | str | None, token: bytes) -> bool:
     return scheme.lower() == b"bearer" and hmac.compare_digest(credentials.lstrip(b" "), token)
 
 
+#: Host names every loopback listener answers to.
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+ALLOWED_HOSTS_ENV = "VERDICTFLOW_ALLOWED_HOSTS"
+
+
+def allowed_hosts(bind_host: str) -> frozenset[str] | None:
+    """The ``Host`` names a listener bound to ``bind_host`` answers (lower case, no port), or
+    None when the check is off (``VERDICTFLOW_ALLOWED_HOSTS=*``)."""
+    extra = {h.strip().lower() for h in os.environ.get(ALLOWED_HOSTS_ENV, "").split(",")}
+    if "*" in extra:
+        return None
+    bound = (
+        {bind_host.lower(), f"[{bind_host.lower()}]"}
+        if bind_host not in ("0.0.0.0", "::")
+        else set()
+    )
+    return frozenset(LOOPBACK_HOSTS | bound | (extra - {""}))
+
+
+def host_allowed(header: bytes | str | None, allowed: frozenset[str] | None) -> bool:
+    """Whether a request's ``Host`` header (``name[:port]``) names an allowed host."""
+    if allowed is None:
+        return True
+    if header is None:
+        return False
+    host = header.decode("latin-1") if isinstance(header, bytes) else header
+    host = host.strip().lower()
+    name = host.rsplit(":", 1)[0] if not host.endswith("]") and host.count(":") == 1 else host
+    if name.startswith("[") and "]:" in name:
+        name = name.split("]:", 1)[0] + "]"
+    return name in allowed
+
+
+_INVALID_HOST = b'{"error": "invalid_host", "detail": "this listener does not serve that Host"}'
+
+
+def host_checked(app: Any, bind_host: str) -> Any:
+    """``app`` (ASGI) answering 400 ``invalid_host`` to requests for other hosts (module doc)."""
+    allowed = allowed_hosts(bind_host)
+    if allowed is None:
+        return app
+
+    async def checked(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] in ("http", "websocket"):
+            header = next((v for k, v in scope["headers"] if k == b"host"), None)
+            if not host_allowed(header, allowed):
+                if scope["type"] == "websocket":
+                    await send({"type": "websocket.close", "code": 1008})
+                    return
+                await send({"type": "http.response.start", "status": 400, "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(_INVALID_HOST)).encode()),
+                ]})  # fmt: skip
+                await send({"type": "http.response.body", "body": _INVALID_HOST})
+                return
+        await app(scope, receive, send)
+
+    return checked
+
+
 class _ThreadingServer(ThreadingMixIn, WSGIServer):
     daemon_threads = True
 
@@ -97,8 +165,12 @@ def serve_metrics(registry: Any, host: str, port: int, token: str | None) -> Any
 
     app = make_wsgi_app(registry)
     expected = token.encode() if token else None
+    allowed = allowed_hosts(host)
 
     def guarded(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if not host_allowed(environ.get("HTTP_HOST"), allowed):
+            start_response("400 Bad Request", [("Content-Type", "application/json")])
+            return [_INVALID_HOST]
         if environ.get("PATH_INFO") == "/healthz":  # liveness probes carry no token
             start_response("200 OK", [("Content-Type", "text/plain")])
             return [b"ok\n"]

@@ -154,3 +154,71 @@ def test_the_cli_refuses_to_listen_beyond_loopback_without_a_token(tmp_path) -> 
         assert result.returncode == 2, (command, result.stderr)
         assert "without a token" in result.stderr
         assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.fixture
+async def clocked(
+    upstream: tuple[str, list[dict[str, Any]]],
+) -> AsyncIterator[tuple[httpx.AsyncClient, list[float]]]:
+    """A console whose guard reads a clock the test moves."""
+    from verdictflow.console.auth import ConsoleGuard
+
+    now = [1_800_000_000.0]
+    options = ConsoleOptions(api_url=upstream[0], token=TOKEN, session_seconds=3600)
+    app = create_console_app(Settings(), options, state=ConsoleState(), follow=False)
+    for middleware in app.user_middleware:
+        if middleware.cls is ConsoleGuard:
+            middleware.kwargs["clock"] = lambda: now[0]
+    async with LifespanManager(app) as manager:
+        transport = httpx.ASGITransport(app=manager.app, client=("10.1.2.3", 5000))
+        async with httpx.AsyncClient(transport=transport, base_url="http://console") as c:
+            yield c, now
+
+
+async def test_failed_logins_are_throttled_per_client_and_logged_without_the_token(
+    clocked: tuple[httpx.AsyncClient, list[float]], caplog: pytest.LogCaptureFixture
+) -> None:
+    client, now = clocked
+    for _ in range(5):
+        assert (await client.post("/login", data={"token": "guess-xyz"})).status_code == 303
+    throttled = await client.post("/login", data={"token": TOKEN})  # even the right one
+    assert throttled.status_code == 429
+    assert 1 <= int(throttled.headers["retry-after"]) <= 60
+    assert "10.1.2.3" in caplog.text
+    assert "guess-xyz" not in caplog.text
+    now[0] += 61
+    assert (await client.post("/login", data={"token": TOKEN})).headers["location"] == "/"
+
+
+async def test_sessions_expire_and_logout_ends_them(
+    clocked: tuple[httpx.AsyncClient, list[float]],
+) -> None:
+    client, now = clocked
+    login = await client.post("/login", data={"token": TOKEN})
+    assert "Max-Age=3600" in login.headers["set-cookie"]
+    assert (await client.get("/api/stats")).status_code == 200
+    now[0] += 3601
+    assert (await client.get("/api/stats")).status_code == 401  # expired
+    await client.post("/login", data={"token": TOKEN})
+    stolen = client.cookies[SESSION_COOKIE]
+    out = await client.post("/logout")
+    assert (out.status_code, out.headers["location"]) == (303, "/login")
+    assert "Max-Age=0" in out.headers["set-cookie"]
+    client.cookies.set(SESSION_COOKIE, stolen)
+    replayed = await client.get("/api/stats")
+    assert replayed.status_code == 401  # a copy of the cookie is worthless after logout
+
+
+async def test_the_cookie_is_secure_behind_a_tls_proxy_and_healthz_hides_details(
+    upstream: tuple[str, list[dict[str, Any]]],
+) -> None:
+    options = ConsoleOptions(api_url=upstream[0], token=TOKEN, secure_cookie=True)
+    app = create_console_app(Settings(), options, state=ConsoleState(), follow=False)
+    async with LifespanManager(app) as manager:
+        transport = httpx.ASGITransport(app=manager.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://console") as c:
+            assert (await c.get("/healthz")).json() == {"ready": True}
+            auth = {"Authorization": f"Bearer {TOKEN}"}
+            assert set((await c.get("/healthz", headers=auth)).json()) >= {"records", "lag"}
+            login = await c.post("/login", data={"token": TOKEN})
+            assert "; Secure" in login.headers["set-cookie"]

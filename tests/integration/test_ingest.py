@@ -18,10 +18,10 @@ import orjson
 import pytest
 
 from tests.support.openai_standin import StandIn, serve
-from tests.support.otel_traces import send_traces, traced_ids, wait_healthy
+from tests.support.otel_traces import big_rag_trace, send_traces, traced_ids, wait_healthy
 from tests.support.paths import ROOT
 from tests.support.processes import settings_env
-from tests.support.reliability import OutputCollector, group_positions
+from tests.support.reliability import OutputCollector, group_positions, rss_kib
 from verdictflow.dev_servers import start_server, stop_server
 from verdictflow.scoring_jobs.tail import tail
 from verdictflow.streams.topics import ANSWERS, SPANS
@@ -29,6 +29,7 @@ from verdictflow.streams.topics import ANSWERS, SPANS
 pytestmark = pytest.mark.broker
 
 TRACES = 40
+BIG_TRACE = "b16" + "0" * 28 + "1"
 
 
 def test_traces_and_ndjson_answers_become_answer_events_and_verdicts(
@@ -42,9 +43,23 @@ def test_traces_and_ndjson_answers_become_answer_events_and_verdicts(
         worker = worker_factory(lexical)
         wait_healthy(url)
         with OutputCollector(settings) as out:
+            # The hardening probe's trace first (issue 40): its state is larger than a record;
+            # it once crashed the worker at every restart, so nothing below got a verdict.
+            rss_before = rss_kib(worker.proc.pid)
+            protobuf = {"content-type": "application/x-protobuf"}
+            big = httpx.post(
+                f"{url}/v1/traces", content=big_rag_trace(BIG_TRACE), headers=protobuf, timeout=60
+            )
+            assert big.status_code == 200, big.text
             sent = send_traces(url, 0, TRACES // 2)
             alive = lambda: worker.proc.poll() is None  # noqa: E731
             assert out.wait_until(lambda: len(grounded(out)) >= 5, timeout=120, alive=alive)
+            assert out.wait_until(lambda: dropped(out), timeout=60, alive=alive), worker.log()[
+                -3000:
+            ]
+            print(
+                f"worker RSS before the large trace {rss_before}, after {rss_kib(worker.proc.pid)}"
+            )
             worker.proc.send_signal(signal.SIGKILL)  # mid-run: the assembler's state must hold
             worker.proc.wait(10)
             again = worker_factory(lexical)
@@ -68,7 +83,7 @@ def test_traces_and_ndjson_answers_become_answer_events_and_verdicts(
             assert set(bad.json()) == {"error", "detail"}
             example = run_example(url)
             alive = lambda: again.proc.poll() is None and joined.proc.poll() is None  # noqa: E731
-            want = TRACES + 10 + 3
+            want = TRACES + 10 + 3 + 1  # + the large trace, assembled from what fits
             if not out.wait_until(lambda: len(grounded(out)) >= want, timeout=120, alive=alive):
                 seen, traced, dead = out.under_lock(
                     lambda: (grounded(out), traced_ids(out), list(out.dead))
@@ -97,6 +112,15 @@ def test_traces_and_ndjson_answers_become_answer_events_and_verdicts(
         assert traced_ids(out, "groundedness") >= set(by_trace)
     finally:
         stop_server(proc)
+
+
+def dropped(out: OutputCollector) -> bool:
+    """Whether the large trace's ``trace_spans_dropped`` dead letter arrived (a condition for
+    ``wait_until``, which holds the collector's lock)."""
+    return any(
+        d.get("error_code") == "trace_spans_dropped" and BIG_TRACE in str(d.get("error"))
+        for d in out.dead
+    )
 
 
 def grounded(out: OutputCollector) -> set[str]:

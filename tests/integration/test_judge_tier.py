@@ -1,6 +1,6 @@
 """The judge tier end to end against a local OpenAI-compatible stand-in: every escalated
 answer gets exactly one ``faithfulness_llm`` verdict id within a 40-requests-a-minute budget
-(retries included) while 3 of every 10 requests fail; a judge worker SIGKILLed mid-run and
+shared by two judge processes (retries included) while 3 of every 10 requests fail; a judge worker SIGKILLed mid-run and
 restarted loses nothing, and its duplicates are byte-identical."""
 
 from __future__ import annotations
@@ -85,7 +85,13 @@ def test_every_scored_answer_is_judged_once_within_the_budget(
     settings = settings_factory(partitions=2)
     standin = StandIn(pattern=FAILING, retry_after=1.0)
     with serve(standin) as url, OutputCollector(settings) as out:
-        worker = worker_factory(settings, policy(tmp_path, 40), env=judge_env(url))
+        path = policy(tmp_path, 40)
+        worker = worker_factory(settings, path, env=judge_env(url))
+        # A second judge process in the same group (issue 40: a `--tier all` worker and a
+        # `--tier judge` one sent 43 requests in 60 s): the budget is the deployment's.
+        second = worker_factory(
+            settings.model_copy(update={"tier": "judge"}), path, env=judge_env(url)
+        )
         asyncio.run(replay(lines(30), "answers", settings))
 
         def judged_all() -> bool:
@@ -94,8 +100,10 @@ def test_every_scored_answer_is_judged_once_within_the_budget(
                 out, "faithfulness", True
             )
 
-        alive = lambda: worker.proc.poll() is None  # noqa: E731
-        assert out.wait_until(judged_all, timeout=420, alive=alive), worker.log()[-3000:]
+        alive = lambda: worker.proc.poll() is None and second.proc.poll() is None  # noqa: E731
+        assert out.wait_until(judged_all, timeout=420, alive=alive), (
+            worker.log()[-3000:] + second.log()[-2000:]
+        )
         out.settle()
     kinds = by_kind(out)
     faithfulness = [orjson.loads(v[0]) for v in kinds["faithfulness"].values()]

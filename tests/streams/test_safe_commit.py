@@ -6,15 +6,16 @@ fed to the real consumer class of a worker app, unstarted.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
+import orjson
 import pytest
 from faust.transport.drivers import aiokafka as faust_aiokafka
 from faust.types import TP
 
 from verdictflow.evaluators.policy import load_policy
-from verdictflow.streams import safe_commit
 from verdictflow.streams.app import create_app
 from verdictflow.streams.safe_commit import MAX_REREADS, SafeCommitConsumer
 from verdictflow.streams.settings import Settings
@@ -147,9 +148,13 @@ def test_changelog_records_are_never_filtered(consumer) -> None:
     assert passed_on(consumer, changelog, [7, 3, 100]) == [7, 3, 100]
 
 
-async def test_a_lost_head_is_read_again_then_the_worker_restarts(consumer, monkeypatch) -> None:
+async def test_a_lost_head_is_read_again_then_dead_lettered_and_the_partition_goes_on(
+    consumer, monkeypatch
+) -> None:
+    """Issue 40: after its re-reads a record goes to dead letters with where it was, and
+    counts as processed; the worker used to exit here and die again after every restart."""
     seeks: list[tuple[TP, int]] = []
-    stops: list[str] = []
+    letters: list[tuple[str, bytes]] = []
 
     async def seek(tp: TP, offset: int) -> None:
         seeks.append((tp, offset))
@@ -158,9 +163,21 @@ async def test_a_lost_head_is_read_again_then_the_worker_restarts(consumer, monk
         await consumer._reread_missing_heads(assigned)
         await consumer._make_requested_seeks()  # what the fetch loop does next
 
+    class Producer:
+        async def send(self, topic, key, value, *rest):
+            letters.append((topic, value))
+            done = asyncio.get_running_loop().create_future()
+            done.set_result(None)
+            return done
+
+    async def fetch_one(tp: TP, offset: int) -> bytes:
+        return b'{"id": "the record"}'
+
     monkeypatch.setattr(consumer, "seek", seek)
-    monkeypatch.setattr(safe_commit, "stop_without_commit", lambda _, exc: stops.append(str(exc)))
+    monkeypatch.setattr(consumer, "_fetch_one", fetch_one)
+    monkeypatch.setattr(type(consumer.app), "producer", Producer(), raising=False)
     acked(consumer, 100, [103, 104])
+    consumer._next_offset[TOPIC] = 100
     assert consumer._new_offset(TOPIC) is None
     await reread({TOPIC})
     assert seeks == [], "read again only once the head has been missing for a commit interval"
@@ -170,13 +187,44 @@ async def test_a_lost_head_is_read_again_then_the_worker_restarts(consumer, monk
         await reread({TOPIC})
         assert seeks == [(TOPIC, 100)] * attempt
         assert consumer._new_offset(TOPIC) is None, "held while being read again"
-    assert stops == []
+    assert letters == []
     head, _, rereads = consumer._missing_heads[TOPIC]
     consumer._missing_heads[TOPIC] = (head, time.monotonic() - 60, rereads)
+    consumer._next_offset[TOPIC] = 100
     await reread({TOPIC})
-    assert len(seeks) == MAX_REREADS
-    assert stops == [f"{TOPIC}: record 100 not processed after {MAX_REREADS} re-reads"]
-    assert consumer._new_offset(TOPIC) is None, "never skipped"
+    ((topic, value),) = letters
+    letter = orjson.loads(value)
+    assert topic == "t.dead-letters"
+    assert (letter["source_topic"], letter["partition"], letter["offset"]) == ("t.answers", 2, 100)
+    assert letter["error_code"] == "not_processed_after_rereads"
+    assert letter["raw"] == '{"id": "the record"}'
+    assert consumer._new_offset(TOPIC) == 101  # 100 counts as done; 101-102 still to come
+    assert consumer._next_offset[TOPIC] == 101  # reading goes on after it
+    assert consumer.unprocessable_records == 1
+
+
+async def test_a_busy_agent_is_slow_not_missing_records(consumer, monkeypatch) -> None:
+    """While the fetch loop is blocked handing a record on (the agent's buffer is full), no
+    re-read is counted: the 100,000-span request once made the worker exit this way."""
+    seeks: list[int] = []
+
+    async def seek(tp: TP, offset: int) -> None:
+        seeks.append(offset)
+
+    monkeypatch.setattr(consumer, "seek", seek)
+    acked(consumer, 100, [103])
+    consumer._new_offset(TOPIC)
+    head, _, rereads = consumer._missing_heads[TOPIC]
+    consumer._missing_heads[TOPIC] = (head, time.monotonic() - 60, rereads)
+    consumer._handing_on_since = time.monotonic() - 30
+    assert consumer._busy()
+    consumer._postpone_checks()
+    _, since, rereads = consumer._missing_heads[TOPIC]
+    assert time.monotonic() - since < 1
+    assert rereads == 0
+    await consumer._reread_missing_heads({TOPIC})
+    await consumer._make_requested_seeks()
+    assert seeks == []
 
 
 async def test_the_lowest_missing_record_is_read_again(consumer, monkeypatch) -> None:

@@ -72,3 +72,35 @@ def traced_ids(out: OutputCollector, kind: str | None = None) -> set[str]:
         v["trace_id"] for v in map(orjson.loads, (x[0] for x in out.verdicts.values()))
         if v.get("trace_id") and kind in (None, v["kind"])
     }  # fmt: skip
+
+
+def big_rag_trace(trace_id: str, passages: int = 12, passage_chars: int = 180_000) -> bytes:
+    """The hardening probe's trace as OTLP protobuf (issue 40): a root span, ``passages``
+    retriever spans of ``passage_chars`` characters each (every one under each documented
+    limit), and an LLM span; ~2 MB in all, more than one record can hold."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+    request = ExportTraceServiceRequest()
+    spans = request.resource_spans.add().scope_spans.add().spans
+    trace = bytes.fromhex(trace_id)
+
+    def add(n: int, **attributes: str) -> None:
+        span = spans.add(trace_id=trace, span_id=n.to_bytes(8, "big"), name=f"s{n}")
+        if n != 1:
+            span.parent_span_id = (1).to_bytes(8, "big")
+        span.start_time_unix_nano, span.end_time_unix_nano = n, n + 100
+        for key, value in attributes.items():
+            span.attributes.append(KeyValue(key=key, value=AnyValue(string_value=value)))
+
+    add(1, **{"openinference.span.kind": "CHAIN", "input.value": "Which drug lowers fever?"})
+    for n in range(2, passages + 2):
+        text = f"Passage {n}: aspirin lowers fever. " + "filler " * (passage_chars // 7)
+        add(n, **{"openinference.span.kind": "RETRIEVER",
+                  "retrieval.documents.0.document.content": text})  # fmt: skip
+    add(
+        passages + 10, **{"openinference.span.kind": "LLM", "output.value": "Aspirin lowers fever."}
+    )
+    return bytes(request.SerializeToString())

@@ -13,6 +13,11 @@ asking the judge again. Offsets are committed after the verdicts are delivered
 (:mod:`verdictflow.streams.batch_agent`), so a worker killed mid-request asks again after its
 restart and emits the same verdict id.
 
+The budget is the deployment's, not the process's (:mod:`verdictflow.judge.budget`): a timer
+gives the client's budget this worker's share of the request partitions every second, and the
+day's token spend is kept in the cache table under ``budget/<day>/<partition>`` keys
+(:class:`TableDaySpend`), written and awaited before the request it pays for is sent.
+
 A request the budget skips gets no verdict (counted, logged). While the endpoint is failing
 through every attempt, the request waits and is asked again (``vf_judge_unavailable_total``):
 the partition's lag grows, nothing is lost.
@@ -22,10 +27,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import faust
+from faust.streams import _current_event
 from pydantic import ValidationError
 
 from verdictflow.evaluators.escalation import Priority
@@ -50,6 +57,43 @@ AGENT = "vf-judge"
 BATCH_SIZE = 32
 #: Pause before asking again an endpoint that failed through every attempt.
 UNAVAILABLE_PAUSE = 5.0
+
+
+class TableDaySpend:
+    """The day's token spend per request partition, in the judge's cache table (changelogged,
+    so it moves with its partition and survives restarts): this worker's spend is the sum over
+    the partitions it owns, and a request's tokens are counted in its own partition's entry."""
+
+    def __init__(self, table: Any, owned: Callable[[], frozenset[int]]) -> None:
+        self.table = table
+        self.owned = owned
+
+    @staticmethod
+    def key(day: str, partition: int) -> str:
+        return f"budget/{day}/{partition}"
+
+    @staticmethod
+    def last_key(partition: int) -> str:
+        return f"budget/last-sent/{partition}"
+
+    def spent(self, day: str) -> int:
+        return sum(int(self.table.get(self.key(day, p)) or 0) for p in self.owned())
+
+    def last_sent(self, partitions: Iterable[int]) -> float | None:
+        """Wall time of the last request sent for any of ``partitions`` (None: never)."""
+        times = [float(t) for p in partitions if (t := self.table.get(self.last_key(p)))]
+        return max(times) if times else None
+
+    async def add(self, day: str, tokens: int) -> None:
+        ref = _current_event.get(None)
+        event = ref() if ref is not None else None
+        if event is None:  # not inside a request's writes_for: nowhere durable to count it
+            raise RuntimeError("judge spend outside a request's writes_for(event)")
+        partition = event.message.partition
+        key = self.key(day, partition)
+        self.table[key] = int(self.table.get(key) or 0) + tokens
+        self.table[self.last_key(partition)] = time.time()  # when its next owner may go on
+        await self.table.flush_writes()
 
 
 class JudgeProcessor:
@@ -86,7 +130,8 @@ class JudgeProcessor:
         priority = Priority[request.priority.upper()]
         while True:
             try:
-                outcome = await self.client.judge(request, priority)
+                with writes_for(event):  # the day's spend goes to this request's partition
+                    outcome = await self.client.judge(request, priority)
                 break
             except BudgetSkipped as exc:
                 self.client.metrics.skipped.labels(exc.reason, priority.label).inc()
@@ -147,6 +192,19 @@ def register(
     )
     proc = JudgeProcessor(table, client, ctx)
     outbox = new_outbox()
+    requests_topic = topics[JUDGE_REQUESTS].get_topic_name()
+
+    def owned() -> frozenset[int]:
+        try:
+            assigned = app.consumer.assignment()
+        except Exception:  # not started yet
+            return frozenset()
+        return frozenset(tp.partition for tp in assigned if tp.topic == requests_topic)
+
+    spend = TableDaySpend(table, owned)
+    client.budget.day_spend = spend
+    client.budget.set_share(0, settings.partitions)  # nothing until partitions are assigned
+    held: set[int] = set()
 
     async def handle(events: Sequence[Any], records: Sequence[Record]) -> None:
         await proc.handle(events, records, outbox)
@@ -160,6 +218,20 @@ def register(
         handle=handle,
         batch_size=min(BATCH_SIZE, settings.batch_size),
     )
+
+    @app.timer(1.0, name="vf-judge-budget-share")  # type: ignore[untyped-decorator]
+    async def budget_share() -> None:
+        """This worker's share of the budget, once its partitions' tables are recovered (the
+        last-sent times of the partitions it gained come from there)."""
+        recovery = getattr(app.tables, "recovery", None)
+        if app.rebalancing or getattr(recovery, "in_recovery", False):
+            return
+        now = owned()
+        gained = now - held
+        last = spend.last_sent(gained) if gained else -1.0
+        client.budget.set_share(len(now), settings.partitions, last_sent=last)
+        held.clear()
+        held.update(now)
 
     @app.task  # type: ignore[untyped-decorator]
     async def judge_started() -> None:

@@ -48,7 +48,7 @@ def console(
     import uvicorn
 
     from verdictflow.console.app import ConsoleOptions, create_console_app
-    from verdictflow.listeners import check_bind
+    from verdictflow.listeners import check_bind, host_checked
 
     setup_logging(log_level, libraries="warning")
     exit_on_sigterm()
@@ -77,6 +77,8 @@ def console(
         token=settings.console_secret,
         on_verdict=exporter.export if exporter is not None else None,
         judge_budget=budget,
+        session_seconds=settings.console_session_seconds,
+        secure_cookie=settings.console_secure_cookie,
     )
     app = create_console_app(settings, options)
     sock = socket.socket()
@@ -89,7 +91,11 @@ def console(
     login = " (log in with the console token)" if settings.console_secret else ""
     err.print(f"console [bold]http://{host}:{bound}/[/]{login} following {settings.broker}")
     config = uvicorn.Config(
-        app, log_level=log_level, access_log=False, lifespan="on", timeout_graceful_shutdown=3
+        host_checked(app, host),
+        log_level=log_level,
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=3,
     )
     try:
         uvicorn.Server(config).run(sockets=[sock])

@@ -37,7 +37,7 @@ def ingest(
     import uvicorn
 
     from verdictflow.ingest.app import create_ingest_app
-    from verdictflow.listeners import check_bind
+    from verdictflow.listeners import check_bind, host_checked
 
     setup_logging(log_level, libraries="warning")
     exit_on_sigterm()
@@ -63,6 +63,10 @@ def ingest(
         f"producing to {settings.broker}"
     )
     config = uvicorn.Config(
-        app, log_level=log_level, access_log=False, lifespan="on", timeout_graceful_shutdown=5
+        host_checked(app, host),
+        log_level=log_level,
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=5,
     )
     uvicorn.Server(config).run(sockets=[sock])

@@ -42,7 +42,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from sse_starlette.sse import EventSourceResponse
 
-from verdictflow.console.auth import ConsoleGuard, login_page
+from verdictflow.console.auth import SESSION_SECONDS, ConsoleGuard, login_page
 from verdictflow.console.follower import Follower
 from verdictflow.console.state import ALL, ConsoleLimits, ConsoleState
 from verdictflow.rerank_api.http_errors import install_error_handlers
@@ -72,6 +72,11 @@ class ConsoleOptions:
     on_verdict: Callable[[Any], None] | None = None
     #: The judge tier's budget (``--policy``), which the page compares the judge's spend with.
     judge_budget: dict[str, Any] | None = None
+    #: How long a login lasts, and whether its cookie is ``Secure`` even over plain HTTP (a
+    #: TLS-terminating proxy in front): ``VERDICTFLOW_CONSOLE_SESSION_SECONDS``,
+    #: ``VERDICTFLOW_CONSOLE_SECURE_COOKIE``.
+    session_seconds: int = SESSION_SECONDS
+    secure_cookie: bool = False
 
 
 def _error(status: int, code: str, detail: str) -> JSONResponse:
@@ -173,7 +178,12 @@ def create_console_app(
     # Starlette runs the middleware added last first: the console guard (token, headers), then
     # the API's guard for the body limit (no token of its own).
     app.add_middleware(ApiGuard, token=None, max_body_bytes=opts.max_body_bytes)
-    app.add_middleware(ConsoleGuard, token=opts.token)
+    app.add_middleware(
+        ConsoleGuard,
+        token=opts.token,
+        session_seconds=opts.session_seconds,
+        secure_cookie=opts.secure_cookie,
+    )
 
     app.state.max_window = console.limits.max_window
 
@@ -247,14 +257,13 @@ def create_console_app(
         )
 
     @app.get("/healthz")
-    async def healthz() -> Response:
+    async def healthz(request: Request) -> Response:
+        ready = follower.ready or not follow
+        if not getattr(request.state, "vf_authenticated", False):
+            return _json({"ready": ready})  # per-topic counts and lag only for the logged in
         return _json(
-            {
-                "ready": follower.ready or not follow,
-                "error": follower.error,
-                "records": dict(console.records),
-                "lag": console.lag,
-            }
-        )
+            {"ready": ready, "error": follower.error, "records": dict(console.records),
+             "lag": console.lag}
+        )  # fmt: skip
 
     return app

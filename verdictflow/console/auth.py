@@ -4,11 +4,22 @@ page from being framed, cached or fed foreign scripts (pure ASGI).
 - **Token** (``VERDICTFLOW_CONSOLE_TOKEN``, else ``VERDICTFLOW_API_TOKEN``): when one is set,
   every path but ``/healthz``, the login page and the page's static assets (code, no data)
   needs either ``Authorization: Bearer <token>`` (scripts, curl) or the session cookie the
-  login form sets (browsers: ``HttpOnly``, ``SameSite=Strict``, ``Secure`` over HTTPS). The
-  cookie holds an HMAC of the token, never the token, so it is worthless elsewhere, and
-  rotating the token ends every session. Unauthenticated, the page redirects to ``/login`` and
-  everything else answers 401 in the API's error shape. The search proxy sends the API's
-  token upstream only from behind this guard.
+  login form sets (browsers: ``HttpOnly``, ``SameSite=Strict``, ``Secure`` over HTTPS or
+  when ``VERDICTFLOW_CONSOLE_SECURE_COOKIE=true`` says a TLS-terminating proxy is in front).
+  The cookie holds its issue time and an HMAC of it keyed by the token, never the token, so it
+  is worthless elsewhere, it expires (``VERDICTFLOW_CONSOLE_SESSION_SECONDS``, 12 hours; the
+  cookie's ``Max-Age`` says the same), ``POST /logout`` ends it (cleared in the browser and
+  refused by this process from then on), and rotating the token ends every session.
+  Unauthenticated, the page redirects to ``/login`` and everything else answers 401 in the
+  API's error shape. The search proxy sends the API's token upstream only from behind this
+  guard.
+- **Login throttle**: after :data:`MAX_FAILURES` wrong tokens from one client address within
+  :data:`FAILURE_WINDOW_SECONDS`, ``POST /login`` answers 429 with ``Retry-After`` until the
+  window has passed, whatever the token; each failure is logged with the client's address and
+  count, never the token given.
+- ``/healthz`` says only whether the console is ready, unless the caller is authenticated
+  (then also what it has read and its lag): the request's ``state`` carries
+  ``vf_authenticated``.
 - **Headers**, on every response: a Content-Security-Policy that allows only the console's own
   scripts, styles and connections and no framing (``frame-ancestors 'none'``, and
   ``X-Frame-Options: DENY`` for older browsers), ``Cache-Control: no-store`` (answers and
@@ -20,6 +31,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
+import time
+from collections import deque
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -27,7 +42,16 @@ import orjson
 
 from verdictflow.listeners import bearer_matches
 
+logger = logging.getLogger(__name__)
+
 SESSION_COOKIE = "vf_console"
+#: How long a login lasts by default (``VERDICTFLOW_CONSOLE_SESSION_SECONDS``).
+SESSION_SECONDS = 12 * 3600
+#: Wrong tokens one client may send per window before ``POST /login`` answers 429.
+MAX_FAILURES = 5
+FAILURE_WINDOW_SECONDS = 60.0
+#: Client addresses whose failures are remembered at most (the oldest are forgotten).
+MAX_CLIENTS_TRACKED = 10_000
 #: Paths open without the token: readiness probes, the login form and the page's own code.
 OPEN_PATHS = frozenset({"/healthz", "/login", "/favicon.ico"})
 OPEN_PREFIXES = ("/static/",)
@@ -44,19 +68,33 @@ SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
 )
 
 
-def session_value(token: str) -> str:
-    """The cookie value for ``token``: an HMAC, so the cookie never carries the token."""
-    return hmac.new(token.encode(), b"verdictflow-console-session/1", hashlib.sha256).hexdigest()
+def session_value(token: str, issued: int) -> str:
+    """The cookie value for a login at ``issued`` (Unix seconds): the time and an HMAC of it
+    keyed by ``token``, so the cookie never carries the token and cannot be re-dated."""
+    message = f"verdictflow-console-session/2:{issued}".encode()
+    return f"{issued}.{hmac.new(token.encode(), message, hashlib.sha256).hexdigest()}"
 
 
 class ConsoleGuard:
     """ASGI middleware: security headers on every response; the token where one is set."""
 
-    def __init__(self, app: Any, *, token: str | None) -> None:
+    def __init__(
+        self,
+        app: Any,
+        *,
+        token: str | None,
+        session_seconds: int = SESSION_SECONDS,
+        secure_cookie: bool = False,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.app = app
         self.token = token
         self.expected = token.encode() if token else None
-        self.session = session_value(token).encode() if token else None
+        self.session_seconds = session_seconds
+        self.secure_cookie = secure_cookie
+        self.clock = clock
+        self._failures: dict[str, deque[float]] = {}
+        self._ended: set[bytes] = set()  # sessions logged out (until they would expire)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -71,13 +109,16 @@ class ConsoleGuard:
             await send(message)
 
         path = scope["path"]
+        secure = self.secure_cookie or scope.get("scheme") == "https"
         if scope["method"] == "POST" and path == "/login":
-            await self._login(receive, with_headers, secure=scope.get("scheme") == "https")
+            await self._login(scope, receive, with_headers, secure=secure)
             return
-        if self.expected is None or path in OPEN_PATHS or path.startswith(OPEN_PREFIXES):
-            await self.app(scope, receive, with_headers)
+        if scope["method"] == "POST" and path == "/logout":
+            await self._logout(scope, with_headers, secure=secure)
             return
-        if self.authenticated(scope):
+        authenticated = self.expected is None or self.authenticated(scope)
+        scope.setdefault("state", {})["vf_authenticated"] = authenticated
+        if authenticated or path in OPEN_PATHS or path.startswith(OPEN_PREFIXES):
             await self.app(scope, receive, with_headers)
             return
         if path == "/" and scope["method"] == "GET":
@@ -98,17 +139,57 @@ class ConsoleGuard:
 
     def authenticated(self, scope: Any) -> bool:
         assert self.expected is not None
-        assert self.session is not None
         headers = dict(scope["headers"])
         if bearer_matches(headers.get(b"authorization"), self.expected):
             return True
         given = _cookie(headers.get(b"cookie", b""), SESSION_COOKIE)
-        return given is not None and hmac.compare_digest(given, self.session)
+        return given is not None and self._valid_session(given)
 
-    async def _login(self, receive: Any, send: Any, *, secure: bool) -> None:
+    def _valid_session(self, given: bytes) -> bool:
+        assert self.token is not None
+        issued_text, _, _ = given.partition(b".")
+        if not issued_text.isdigit() or given in self._ended:
+            return False
+        issued = int(issued_text)
+        expected = session_value(self.token, issued).encode()
+        age = self.clock() - issued
+        return hmac.compare_digest(given, expected) and -60 <= age < self.session_seconds
+
+    def _client(self, scope: Any) -> str:
+        client = scope.get("client")
+        return str(client[0]) if client else "unknown"
+
+    def _throttled(self, client: str) -> float:
+        """Seconds until ``client`` may try again (0: now)."""
+        now = self.clock()
+        failures = self._failures.get(client)
+        while failures and now - failures[0] >= FAILURE_WINDOW_SECONDS:
+            failures.popleft()
+        if not failures or len(failures) < MAX_FAILURES:
+            return 0.0
+        return FAILURE_WINDOW_SECONDS - (now - failures[0])
+
+    def _failed(self, client: str) -> int:
+        if client not in self._failures and len(self._failures) >= MAX_CLIENTS_TRACKED:
+            self._failures.pop(next(iter(self._failures)))
+        failures = self._failures.setdefault(client, deque())
+        failures.append(self.clock())
+        return len(failures)
+
+    async def _login(self, scope: Any, receive: Any, send: Any, *, secure: bool) -> None:
         """The login form's POST: the token in a urlencoded body (at most 4 KiB)."""
-        if self.expected is None or self.session is None:
+        if self.expected is None or self.token is None:
             await _respond(send, 303, b"", [(b"location", b"/")])
+            return
+        client = self._client(scope)
+        wait = self._throttled(client)
+        if wait > 0:
+            body = orjson.dumps(
+                {"error": "too_many_attempts", "detail": "too many failed logins; wait and retry"}
+            )
+            headers = [(b"content-type", b"application/json")]
+            headers.append((b"retry-after", str(max(1, round(wait))).encode()))
+            await _respond(send, 429, body, headers)
             return
         body = b""
         while True:
@@ -118,12 +199,29 @@ class ConsoleGuard:
                 break
         given = parse_qs(body[:4096].decode("utf-8", "replace")).get("token", [""])[0]
         if not hmac.compare_digest(given.encode(), self.expected):
+            count = self._failed(client)
+            logger.warning(
+                "console login failed from %s (%d in %.0f s)", client, count, FAILURE_WINDOW_SECONDS
+            )
             await _respond(send, 303, b"", [(b"location", b"/login?failed=1")])
             return
-        cookie = f"{SESSION_COOKIE}={self.session.decode()}; Path=/; HttpOnly; SameSite=Strict" + (
-            "; Secure" if secure else ""
+        self._failures.pop(client, None)
+        value = session_value(self.token, int(self.clock()))
+        cookie = (
+            f"{SESSION_COOKIE}={value}; Path=/; Max-Age={self.session_seconds}; HttpOnly; "
+            "SameSite=Strict" + ("; Secure" if secure else "")
         )
         await _respond(send, 303, b"", [(b"location", b"/"), (b"set-cookie", cookie.encode())])
+
+    async def _logout(self, scope: Any, send: Any, *, secure: bool) -> None:
+        """End the session: refused here from now on, and cleared in the browser."""
+        given = _cookie(dict(scope["headers"]).get(b"cookie", b""), SESSION_COOKIE)
+        if given is not None and self.token is not None and self._valid_session(given):
+            self._ended.add(given)
+        cookie = f"{SESSION_COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict" + (
+            "; Secure" if secure else ""
+        )
+        await _respond(send, 303, b"", [(b"location", b"/login"), (b"set-cookie", cookie.encode())])
 
 
 def _cookie(header: bytes, name: str) -> bytes | None:

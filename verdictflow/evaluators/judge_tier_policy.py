@@ -78,6 +78,9 @@ class JudgeTierPolicy(_Strict):
     max_prompt_chars: Annotated[int, Field(ge=1000, le=2_000_000)] = 48_000
     #: Completion tokens asked for at most (and reserved in the token budget per request).
     max_completion_tokens: Annotated[int, Field(ge=64, le=32_768)] = 1024
+    #: A request partition with requests pending and no commit for this long is stalled:
+    #: logged with its offsets and counted on ``/metrics`` (``vf_worker_stalled_partitions``).
+    stall_seconds: Annotated[float, Field(ge=5, le=86_400)] = 300.0
 
     @property
     def enabled(self) -> bool:

@@ -25,6 +25,7 @@ import gzip
 import logging
 import zlib
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -47,6 +48,17 @@ from verdictflow.streams.topics import ANSWERS, SPANS
 logger = logging.getLogger(__name__)
 
 PROTOBUF = "application/x-protobuf"
+GZIP_MAGIC = b"\x1f\x8b"
+#: Content types ``/v1/answers`` takes: JSON and NDJSON only, so that a web page cannot post
+#: events to a loopback ingest with a "simple" (preflight-free) ``text/plain`` or form request.
+ANSWER_CONTENT_TYPES = frozenset(
+    {"application/json", "application/x-ndjson", "application/ndjson", "application/jsonl",
+     "application/x-jsonlines"}
+)  # fmt: skip
+#: Spans taken from one request at most, and per trace per request (the trace assembler keeps
+#: 1,000 spans per trace); the rest are rejected in the reply's ``partial_success``, unread.
+MAX_SPANS_PER_REQUEST = 10_000
+MAX_SPANS_PER_TRACE = 1_000
 
 
 class IngestMetrics:
@@ -71,17 +83,31 @@ def _error(status: int, code: str, detail: str) -> JSONResponse:
 
 
 def _body(raw: bytes, encoding: str | None, limit: int) -> bytes:
-    """The body, gunzipped when it says so, refused past ``limit`` bytes uncompressed."""
+    """The body, gunzipped when it says so, refused past ``limit`` bytes uncompressed.
+
+    Every gzip member is decoded (RFC 1952 allows several, concatenated; ``gzip.decompress``
+    reads them all, and so does this), within one limit for all of them together; bytes after
+    the last member that are not another member are refused (``ValueError``), never ignored.
+    """
     if (encoding or "").lower() not in ("gzip", "x-gzip"):
         return raw
-    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    try:
-        out = inflater.decompress(raw, limit + 1)
-    except zlib.error as exc:
-        raise ValueError(f"not gzip: {exc}") from None
-    if len(out) > limit or inflater.unconsumed_tail:
-        raise OverflowError(f"more than {limit} bytes once decompressed")
-    return out
+    out = bytearray()
+    rest = raw
+    while True:
+        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            out += inflater.decompress(rest, limit + 1 - len(out))
+        except zlib.error as exc:
+            raise ValueError(f"not gzip: {exc}") from None
+        if len(out) > limit or inflater.unconsumed_tail:
+            raise OverflowError(f"more than {limit} bytes once decompressed")
+        if not inflater.eof:
+            raise ValueError("not gzip: the stream ends inside a member")
+        rest = inflater.unused_data
+        if not rest:
+            return bytes(out)
+        if not rest.startswith(GZIP_MAGIC):
+            raise ValueError(f"not gzip: {len(rest)} bytes of trailing data after the last member")
 
 
 def create_ingest_app(
@@ -136,7 +162,11 @@ def create_ingest_app(
             body = _body(
                 await request.body(), request.headers.get("content-encoding"), max_body_bytes
             )
-            decoded = spans_of(parse_json(body) if json else parse_protobuf(body))
+            decoded = spans_of(
+                parse_json(body) if json else parse_protobuf(body),
+                max_spans=MAX_SPANS_PER_REQUEST,
+                max_per_trace=MAX_SPANS_PER_TRACE,
+            )
         except OverflowError as exc:
             metrics.requests.labels("traces", "413").inc()
             return _error(413, "too_large", str(exc))
@@ -164,6 +194,12 @@ def create_ingest_app(
 
     @app.post("/v1/answers")
     async def answers(request: Request) -> Response:
+        content_type = (request.headers.get("content-type") or "").split(";")[0].strip().lower()
+        if content_type not in ANSWER_CONTENT_TYPES:
+            metrics.requests.labels("answers", "415").inc()
+            return _error(
+                415, "unsupported_media_type", "send application/json or application/x-ndjson"
+            )
         try:
             body = _body(
                 await request.body(), request.headers.get("content-encoding"), max_body_bytes
@@ -179,6 +215,9 @@ def create_ingest_app(
         records = []
         refused: list[dict[str, Any]] = []
         for index, item in enumerate(items):
+            if isinstance(item, LineError):
+                refused.append({"index": index, "error": item.error})
+                continue
             try:
                 event = AnswerEvent.model_validate(item)
             except ValidationError as exc:
@@ -210,22 +249,32 @@ def create_ingest_app(
     return app
 
 
+@dataclass(frozen=True)
+class LineError:
+    """An NDJSON line that is not a JSON value: refused alone, as a schema error is."""
+
+    error: str
+
+
 def _items(body: bytes) -> tuple[list[Any], str | None]:
-    """One JSON object, a JSON array of them, or NDJSON (one object per line)."""
+    """One JSON object, a JSON array of them, or NDJSON (one object per line). A body that is
+    neither refuses the request; in NDJSON a bad line (invalid UTF-8 included) is refused
+    alone, its index counted among the lines that are not blank."""
     text = body.strip()
     if not text:
         return [], "empty body"
     try:
         data = orjson.loads(text)
     except orjson.JSONDecodeError:
-        items = []
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
+        lines = [line for line in text.splitlines() if line.strip()]
+        if len(lines) < 2:
+            return [], "not JSON, and not NDJSON (one JSON object per line)"
+        items: list[Any] = []
+        for number, line in enumerate(lines, start=1):
             try:
                 items.append(orjson.loads(line))
             except orjson.JSONDecodeError as exc:
-                return [], f"line {number} is not JSON: {exc}"
+                items.append(LineError(f"line {number} is not JSON: {exc}"[:300]))
         return items, None
     if isinstance(data, list):
         return data, None

@@ -49,6 +49,12 @@ def parse_protobuf(body: bytes) -> ExportTraceServiceRequest:
     return request
 
 
+#: Nesting an OTLP/JSON body may have: a request is ~10 levels deep plus its attribute values'
+#: own nesting; protobuf's JSON parser recurses per level and raised RecursionError (a plain
+#: 500) at 1,023, the most orjson reads.
+MAX_JSON_DEPTH = 64
+
+
 def parse_json(body: bytes) -> ExportTraceServiceRequest:
     import orjson
 
@@ -58,6 +64,8 @@ def parse_json(body: bytes) -> ExportTraceServiceRequest:
         raise OtlpDecodeError(f"not JSON: {exc}") from None
     if not isinstance(data, dict):
         raise OtlpDecodeError("an OTLP/JSON request is an object with resourceSpans")
+    if _depth_over(data, MAX_JSON_DEPTH):
+        raise OtlpDecodeError(f"nested deeper than {MAX_JSON_DEPTH} levels")
     try:
         _ids_to_base64(data)
         request = ExportTraceServiceRequest()
@@ -67,6 +75,20 @@ def parse_json(body: bytes) -> ExportTraceServiceRequest:
         raise OtlpDecodeError(
             f"not an OTLP/JSON ExportTraceServiceRequest: {str(exc)[:200]}"
         ) from None
+
+
+def _depth_over(data: Any, limit: int) -> bool:
+    """Whether ``data`` nests deeper than ``limit`` (iterative: no recursion to exhaust)."""
+    stack = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values() if isinstance(v, dict | list))
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value if isinstance(v, dict | list))
+    return False
 
 
 def _ids_to_base64(data: Any) -> None:
@@ -86,16 +108,31 @@ def _ids_to_base64(data: Any) -> None:
             _ids_to_base64(value)
 
 
-def spans_of(request: ExportTraceServiceRequest) -> Decoded:
-    """Every span of the request with its resource's attributes; bad ids reject their span."""
+def spans_of(
+    request: ExportTraceServiceRequest,
+    max_spans: int | None = None,
+    max_per_trace: int | None = None,
+) -> Decoded:
+    """Every span of the request with its resource's attributes; bad ids reject their span,
+    and so do spans past ``max_spans`` in the request or ``max_per_trace`` of one trace (left
+    unread: a request of 100,000 spans is answered in about a second)."""
     out = Decoded()
+    per_trace: dict[bytes, int] = {}
     for resource_spans in request.resource_spans:
         resource = attributes(resource_spans.resource.attributes)
         for scope_spans in resource_spans.scope_spans:
             for span in scope_spans.spans:
+                if max_spans is not None and len(out.spans) >= max_spans:
+                    out.rejected += 1
+                    out.errors.append(f"more than {max_spans} spans in one request")
+                    continue
                 problem = _id_problem(span.trace_id, 16, "trace_id") or _id_problem(
                     span.span_id, 8, "span_id"
                 )
+                if not problem and max_per_trace is not None:
+                    seen = per_trace[span.trace_id] = per_trace.get(span.trace_id, 0) + 1
+                    if seen > max_per_trace:
+                        problem = f"more than {max_per_trace} spans of one trace in one request"
                 if problem:
                     out.rejected += 1
                     out.errors.append(problem)

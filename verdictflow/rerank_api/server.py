@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uvicorn
 
+from verdictflow.listeners import host_checked
 from verdictflow.rerank_api.app import create_app
 from verdictflow.rerank_api.settings import ApiSettings
 from verdictflow.streams.settings import Settings
@@ -17,7 +18,7 @@ from verdictflow.streams.settings import Settings
 def serve(api: ApiSettings, streams: Settings | None, log_level: str = "info") -> None:
     app = create_app(api, streams)
     uvicorn.run(
-        app,
+        host_checked(app, api.host),
         host=api.host,
         port=api.port,
         log_level=log_level,

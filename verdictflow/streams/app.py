@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, cast
@@ -16,14 +17,15 @@ from verdictflow.scoring_setup import Scoring, load_scoring
 from verdictflow.streams import topic_guard
 from verdictflow.streams.durable_table import DurableWritesTable
 from verdictflow.streams.embedded_fetch import EmbeddedBrokerApp
-from verdictflow.streams.kafka_security import faust_credentials
+from verdictflow.streams.kafka_security import aiokafka_security_kwargs, faust_credentials
 from verdictflow.streams.otlp_export import OtlpExportService, OtlpOutbox
 from verdictflow.streams.outbox import FaustOutbox, Outbox, OutputProducer
 from verdictflow.streams.safe_commit import SafeCommitApp, SafeCommitConsumer
 from verdictflow.streams.settings import CpeshSettings, JudgeSettings, QualitySettings, Settings
 from verdictflow.streams.source_progress import SourceProgress
+from verdictflow.streams.stall_watch import StallWatch
 from verdictflow.streams.topic_plan import topic_plan
-from verdictflow.streams.topics import ALL_TOPICS, full_name
+from verdictflow.streams.topics import ALL_TOPICS, DEAD_LETTERS, full_name
 from verdictflow.streams.worker_metrics import MeteredOutbox, WorkerMetrics
 
 logger = logging.getLogger(__name__)
@@ -121,6 +123,11 @@ def create_app(
     app.compacted_topics = frozenset(
         spec.name for spec in topic_plan(settings) if spec.config.get("cleanup.policy") == "compact"
     )
+    app.dead_letter_topic = full_name(DEAD_LETTERS, settings.topic_prefix)
+    app.client_kwargs = {
+        "bootstrap_servers": settings.bootstrap_servers,
+        **aiokafka_security_kwargs(settings),
+    }
     topics = declare_topics(app, settings)
     if scoring is None:
         scoring = load_scoring(policy, settings.idf_stats)
@@ -165,6 +172,7 @@ def create_app(
         )
     elif tier is Tier.JUDGE:
         _register_judge(app, topics, new_outbox, settings, policy, judge, metrics)
+        _register_stall_watch(app, metrics, app_id, policy.judge_tier.stall_seconds)
     else:
         answers.register(app, topics, new_outbox, ctx, settings, scoring.analyzer, tier)
     if guard_topics:
@@ -229,6 +237,28 @@ def create_apps(
         )
         for i, t in enumerate(tiers)
     ]
+
+
+def _register_stall_watch(
+    app: faust.App, metrics: WorkerMetrics | None, group: str, stall_seconds: float
+) -> None:
+    """Log and count partitions with pending records and no commit progress (issue 47)."""
+    watch = StallWatch(group, stall_seconds)
+
+    @app.timer(min(5.0, stall_seconds / 2), name="vf-stall-watch")  # type: ignore[untyped-decorator]
+    async def stall_watch() -> None:
+        try:
+            consumer = cast(SafeCommitConsumer, app.consumer)
+            rows = [
+                (tp, consumer.committed_offset(tp), consumer.highwater(tp))
+                for tp in consumer.assignment()
+                if not consumer._is_changelog_tp(tp)
+            ]
+            stalled = watch.observe(rows, time.monotonic())
+            if metrics is not None:
+                metrics.stalled_partitions.labels(group).set(stalled)
+        except Exception as exc:  # watching must never stop a worker
+            logger.debug("stall watch skipped: %s", exc)
 
 
 def _register_lag_timer(

@@ -37,10 +37,14 @@ offset after each record's callback returns, which overwrote a seek made meanwhi
 dropped the records read again as already read. A record lost after it was passed on (in
 Faust's stream buffers) holds its partition's commits, and once it has been missing for a
 commit interval the partition is read again from it. When :data:`MAX_REREADS` such re-reads
-do not bring it (seen in the kill test; the record exists), the worker exits without
-committing (code 75, :mod:`verdictflow.streams.fatal`) and its supervisor restarts it from the
-committed offsets, as after a crash. A third version took such an offset for a hole in the log
-and counted it as done: the kill test lost an answer to it.
+do not bring it, the record goes to dead letters (code ``not_processed_after_rereads``, with
+its topic, partition and offset, and its bytes when a direct fetch still finds it) and counts
+as processed, so the partition goes on (issue 40: the worker used to exit with code 75 here,
+and a record whose processing was merely slow stopped its partition for good, the worker
+dying on it after every restart). Time during which the fetch loop is blocked handing a record
+to an agent whose buffer is full does not count: a busy agent is slow, not missing records. A
+third version took such an offset for a hole in the log and counted it as done, silently: the
+kill test lost an answer to it.
 
 5. **Fetched, never delivered.** Faust's fetch loop asks aiokafka for the records of its active
    partitions, then drops the ones whose partition left its active set, or all of them when
@@ -98,7 +102,8 @@ from faust.transport.consumer import ensure_TP
 from faust.transport.drivers import aiokafka as faust_aiokafka
 from faust.utils.functional import consecutive_numbers
 
-from verdictflow.streams.fatal import stop_without_commit
+from verdictflow.models.codec import encode
+from verdictflow.models.dead_letter import DeadLetter
 
 logger = logging.getLogger(__name__)
 
@@ -137,6 +142,13 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
         self._fresh_from_fetch: dict[Any, int] = {}
         #: Compaction holes confirmed, to count as processed: (tp, first, last offset).
         self._holes: list[tuple[Any, int, int]] = []
+        #: monotonic time since which the fetch loop has been handing a record on (blocked
+        #: while the agent's buffer is full), or None; and the time it spent so since the
+        #: last check (see ``_busy_for``).
+        self._handing_on_since: float | None = None
+        self._busy_checked = time.monotonic()
+        #: Records dead-lettered after their re-reads (for ``/metrics`` and tests).
+        self.unprocessable_records = 0
 
     @property
     def partitions_held(self) -> int:
@@ -213,7 +225,11 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
                 if self._in_sequence(tp, message.offset):
                     self._passed_on[tp] = message.offset
                     self._add_holes()
-                    yield tp, message
+                    self._handing_on_since = time.monotonic()
+                    try:
+                        yield tp, message  # Faust waits here while the agent's buffer is full
+                    finally:
+                        self._handing_on_since = None
                 elif self._seek_requests:
                     await self._make_requested_seeks()
         finally:
@@ -364,10 +380,27 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
         """Commit as Faust does, then read again partitions whose head record was lost."""
         committed: bool = await super().commit(*args, **kwargs)
         if self.flow_active and not self.app.rebalancing:
-            self._note_stalled_partitions(self.assignment())
-            if self._missing_heads:
-                await self._reread_missing_heads(self.assignment())
+            if self._busy():
+                self._postpone_checks()
+            else:
+                self._note_stalled_partitions(self.assignment())
+                if self._missing_heads:
+                    await self._reread_missing_heads(self.assignment())
         return committed
+
+    def _busy(self) -> bool:
+        """Whether the fetch loop is handing a record on right now (an agent's buffer full):
+        records then wait for the agents, they are not lost."""
+        return self._handing_on_since is not None
+
+    def _postpone_checks(self) -> None:
+        """Slow is not lost: while the agents are busy, no partition's wait for its head
+        record counts (every clock restarts once they take records again)."""
+        now = time.monotonic()
+        for tp in list(self._stalled_since):
+            self._stalled_since[tp] = now
+        for tp, (head, _, rereads) in list(self._missing_heads.items()):
+            self._missing_heads[tp] = (head, now, rereads)
 
     def _note_stalled_partitions(self, assigned: Iterable[Any]) -> None:
         """Partitions with records past the committed offset of which none came out of the
@@ -409,10 +442,7 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
             elif now - since < wait:
                 continue
             elif rereads == MAX_REREADS:
-                stop_without_commit(
-                    "consumer",
-                    RuntimeError(f"{tp}: record {head} not processed after {rereads} re-reads"),
-                )
+                await self._give_up_on(tp, head, rereads)
             else:
                 logger.warning(
                     "%s: record %d was lost before processing; reading again from it",
@@ -422,6 +452,53 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
                 self._missing_heads[tp] = (head, now, rereads + 1)
                 self._request_seek(tp, head)  # made by the fetch loop (see getmany)
 
+    async def _give_up_on(self, tp: Any, head: int, rereads: int) -> None:
+        """Dead-letter a record that re-reads did not bring, and count it as processed."""
+        reason = f"{tp.topic}[{tp.partition}]@{head}: not processed after {rereads} re-reads"
+        logger.error("%s; dead-lettered, the partition goes on", reason)
+        raw = await self._fetch_one(tp, head)
+        letter = DeadLetter(
+            source_topic=tp.topic, partition=tp.partition, offset=head, key=None,
+            error_code="not_processed_after_rereads",
+            error=reason + ("" if raw is not None else "; the record could not be fetched"),
+            raw=DeadLetter.preview(raw), raw_size=len(raw or b""),
+            raw_sha256=DeadLetter.digest(raw), ts=None,
+        )  # fmt: skip
+        topic = cast("SafeCommitApp", self.app).dead_letter_topic
+        if topic is not None:
+            fut = await self.app.producer.send(
+                topic, tp.topic.encode(), encode(letter), None, None, None
+            )
+            await fut
+        self.unprocessable_records += 1
+        self._missing_heads.pop(tp, None)
+        self._acked[tp].append(head)
+        self._acked_index[tp].add(head)
+        if self._next_offset.get(tp) == head:
+            self._next_offset[tp] = head + 1
+            self._request_seek(tp, head + 1)
+
+    async def _fetch_one(self, tp: Any, offset: int) -> bytes | None:
+        """The record at ``offset`` read by a consumer of its own (None when not found)."""
+        from aiokafka import AIOKafkaConsumer, TopicPartition
+
+        kwargs = cast("SafeCommitApp", self.app).client_kwargs
+        consumer = AIOKafkaConsumer(enable_auto_commit=False, request_timeout_ms=5000, **kwargs)
+        try:
+            await consumer.start()
+            part = TopicPartition(tp.topic, tp.partition)
+            consumer.assign([part])
+            consumer.seek(part, offset)
+            batch = await consumer.getmany(part, timeout_ms=3000, max_records=1)
+            for message in batch.get(part, []):
+                if message.offset == offset:
+                    return cast("bytes | None", message.value)
+        except Exception as exc:  # the dead letter says it could not be fetched
+            logger.warning("could not fetch %s@%d for its dead letter: %s", tp, offset, exc)
+        finally:
+            await consumer.stop()
+        return None
+
 
 class SafeCommitApp(faust.App):
     """A Faust app whose transport makes :attr:`worker_consumer_class` consumers."""
@@ -430,6 +507,10 @@ class SafeCommitApp(faust.App):
     #: Source topics planned with compaction (``docs``): their logs have holes wherever
     #: compaction removed records, so they keep Faust's rules (see the module docstring).
     compacted_topics: frozenset[str] = frozenset()
+    #: Where a record that re-reads did not bring goes (``dead-letters``, with the prefix).
+    dead_letter_topic: str | None = None
+    #: How a side client reaches the broker (bootstrap servers, security).
+    client_kwargs: dict[str, Any] = {}  # noqa: RUF012 - set once per app by create_app
 
     def _new_transport(self) -> Any:
         transport = super()._new_transport()

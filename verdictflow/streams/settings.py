@@ -81,6 +81,11 @@ class Settings(BaseSettings):
     api_token: SecretStr | None = None
     #: The console's token (``VERDICTFLOW_CONSOLE_TOKEN``; default: ``api_token``).
     console_token: SecretStr | None = None
+    #: How long a console login lasts (``VERDICTFLOW_CONSOLE_SESSION_SECONDS``), and whether
+    #: its cookie is ``Secure`` over plain HTTP, behind a TLS-terminating proxy
+    #: (``VERDICTFLOW_CONSOLE_SECURE_COOKIE``).
+    console_session_seconds: Annotated[int, Field(ge=60, le=30 * 86_400)] = 12 * 3600
+    console_secure_cookie: bool = False
     #: ``verdictflow ingest``'s token (``VERDICTFLOW_INGEST_TOKEN``; default: ``api_token``).
     ingest_token: SecretStr | None = None
     #: OTLP/HTTP collector (``http://host:4318``, or its ``.../v1/logs`` URL) that receives

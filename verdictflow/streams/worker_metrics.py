@@ -112,6 +112,20 @@ class WorkerMetrics:
             ["group"],
             registry=r,
         )
+        self.stalled_partitions = Gauge(
+            "vf_worker_stalled_partitions",
+            "Assigned partitions with records pending and no commit for the policy's "
+            "stall_seconds (streams/stall_watch.py)",
+            ["group"],
+            registry=r,
+        )
+        self.unprocessable_records = Gauge(
+            "vf_worker_unprocessable_records",
+            "Records dead-lettered after their re-reads did not bring them, since the worker "
+            "started (streams/safe_commit.py)",
+            ["group"],
+            registry=r,
+        )
         #: Faust monitor per consumer group (one per tier's app in the worker process).
         self.monitors: dict[str, WorkerMonitor] = {}
         self._lag_labels: dict[str, set[tuple[str, str, str]]] = {}
@@ -140,6 +154,7 @@ class WorkerMetrics:
         """Set the gauges of one group's consumer (``streams/safe_commit.py``)."""
         self.commits_held.labels(group).set(consumer.partitions_held)
         self.stale_records_dropped.labels(group).set(consumer.stale_records_dropped)
+        self.unprocessable_records.labels(group).set(consumer.unprocessable_records)
 
     def update_lag(self, group: str, assigned: set[Any]) -> None:
         """Set the lag gauges of one group's assigned partitions (called from a Faust timer)."""
