@@ -1,7 +1,7 @@
 """The judge tier end to end against a local OpenAI-compatible stand-in: every escalated
 answer gets exactly one ``faithfulness_llm`` verdict id within a 40-requests-a-minute budget
-shared by two judge processes (retries included) while 3 of every 10 requests fail; a judge worker SIGKILLed mid-run and
-restarted loses nothing, and its duplicates are byte-identical."""
+shared by two judge processes (retries included) while 3 of every 10 requests fail; a judge
+worker SIGKILLed mid-run and restarted loses nothing, and its duplicates are byte-identical."""
 
 from __future__ import annotations
 
