@@ -10,6 +10,7 @@ from tests.support.openai_standin import StandIn, serve
 from verdictflow.evaluators import faithfulness_llm as contract
 from verdictflow.evaluators.escalation import Priority
 from verdictflow.evaluators.faithfulness_llm import JudgeContext, build_verdict
+from verdictflow.evaluators.judge_tier_policy import JudgeBudget
 from verdictflow.models.events import AnswerEvent
 from verdictflow.models.judge import Judgement
 from verdictflow.models.verdicts import Decision, ReasonCode
@@ -24,7 +25,7 @@ def judgement(content: str) -> Judgement:
 def test_a_reply_of_megabytes_is_cut_before_the_cache_and_defers_judge_output_invalid() -> None:
     standin = StandIn(pattern=("huge",))
     with serve(standin) as url:
-        c = client(url)
+        c = client(url, JudgeBudget(tokens_per_minute=10_000_000))  # the reply's ~750k tokens
         result = run(c.judge(request("Acme Corp acquired Globex in 2019."), Priority.BAND), c)
     assert isinstance(result, Judgement)
     assert len(standin.seen) == 2  # asked once more after the first broke the contract

@@ -13,10 +13,10 @@ asking the judge again. Offsets are committed after the verdicts are delivered
 (:mod:`verdictflow.streams.batch_agent`), so a worker killed mid-request asks again after its
 restart and emits the same verdict id.
 
-The budget is the deployment's, not the process's (:mod:`verdictflow.judge.budget`): a timer
-gives the client's budget this worker's share of the request partitions every second, and the
-day's token spend is kept in the cache table under ``budget/<day>/<partition>`` keys
-(:class:`TableDaySpend`), written and awaited before the request it pays for is sent.
+The budget is the deployment's, not the process's (:mod:`verdictflow.judge.budget`): what was
+sent is kept per request partition in the cache table (:class:`TableLedger`), written and
+awaited before the request it pays for is sent, and this worker takes the share of each limit
+that its share of the request partitions says.
 
 A request the budget skips gets no verdict (counted, logged). While the endpoint is failing
 through every attempt, the request waits and is asked again (``vf_judge_unavailable_total``):
@@ -27,8 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import faust
@@ -37,7 +36,7 @@ from pydantic import ValidationError
 
 from verdictflow.evaluators.escalation import Priority
 from verdictflow.evaluators.faithfulness_llm import JudgeContext, build_verdict
-from verdictflow.judge.budget import BudgetSkipped
+from verdictflow.judge.budget import BudgetSkipped, utc_day
 from verdictflow.judge.client import JudgeClient, JudgeUnavailable
 from verdictflow.models.codec import encode
 from verdictflow.models.judge import Judgement, JudgeRequest
@@ -59,40 +58,62 @@ BATCH_SIZE = 32
 UNAVAILABLE_PAUSE = 5.0
 
 
-class TableDaySpend:
-    """The day's token spend per request partition, in the judge's cache table (changelogged,
-    so it moves with its partition and survives restarts): this worker's spend is the sum over
-    the partitions it owns, and a request's tokens are counted in its own partition's entry."""
+class TableLedger:
+    """What was sent per request partition, in the judge's cache table (changelogged, so it
+    moves with its partition and survives restarts; :mod:`verdictflow.judge.budget`): per
+    partition, the tokens of each UTC day (``budget/day/<day>/<partition>``) and the requests
+    and tokens of each second of the last window (``budget/window/<partition>``). This
+    worker's spend is the sum over the partitions it owns; a request is counted in its own
+    partition's entries, inside its ``writes_for``."""
 
-    def __init__(self, table: Any, owned: Callable[[], frozenset[int]]) -> None:
+    def __init__(
+        self, table: Any, owned: Callable[[], frozenset[int]], partitions: int, window: int
+    ) -> None:
         self.table = table
         self.owned = owned
+        self.partitions = partitions
+        self.window = window
+
+    def share(self) -> tuple[int, int]:
+        return len(self.owned()), self.partitions
 
     @staticmethod
-    def key(day: str, partition: int) -> str:
-        return f"budget/{day}/{partition}"
+    def day_key(day: str, partition: int) -> str:
+        return f"budget/day/{day}/{partition}"
 
     @staticmethod
-    def last_key(partition: int) -> str:
-        return f"budget/last-sent/{partition}"
+    def window_key(partition: int) -> str:
+        return f"budget/window/{partition}"
 
-    def spent(self, day: str) -> int:
-        return sum(int(self.table.get(self.key(day, p)) or 0) for p in self.owned())
+    def sent_since(self, since: float) -> tuple[int, int]:
+        cutoff = int(since)
+        requests = tokens = 0
+        for p in self.owned():
+            for second, (r, t) in (self.table.get(self.window_key(p)) or {}).items():
+                if int(second) >= cutoff:
+                    requests, tokens = requests + r, tokens + t
+        return requests, tokens
 
-    def last_sent(self, partitions: Iterable[int]) -> float | None:
-        """Wall time of the last request sent for any of ``partitions`` (None: never)."""
-        times = [float(t) for p in partitions if (t := self.table.get(self.last_key(p)))]
-        return max(times) if times else None
+    def day_tokens(self, day: str) -> int:
+        return sum(int(self.table.get(self.day_key(day, p)) or 0) for p in self.owned())
 
-    async def add(self, day: str, tokens: int) -> None:
+    async def record(self, now: float, requests: int, tokens: int) -> None:
         ref = _current_event.get(None)
         event = ref() if ref is not None else None
         if event is None:  # not inside a request's writes_for: nowhere durable to count it
             raise RuntimeError("judge spend outside a request's writes_for(event)")
         partition = event.message.partition
-        key = self.key(day, partition)
-        self.table[key] = int(self.table.get(key) or 0) + tokens
-        self.table[self.last_key(partition)] = time.time()  # when its next owner may go on
+        day = self.day_key(utc_day(now), partition)
+        self.table[day] = int(self.table.get(day) or 0) + tokens
+        second, oldest = int(now), int(now) - self.window - 1
+        seconds = {
+            k: v
+            for k, v in (self.table.get(self.window_key(partition)) or {}).items()
+            if int(k) >= oldest
+        }
+        r, t = seconds.get(str(second), (0, 0))
+        seconds[str(second)] = (r + requests, t + tokens)
+        self.table[self.window_key(partition)] = seconds
         await self.table.flush_writes()
 
 
@@ -201,10 +222,7 @@ def register(
             return frozenset()
         return frozenset(tp.partition for tp in assigned if tp.topic == requests_topic)
 
-    spend = TableDaySpend(table, owned)
-    client.budget.day_spend = spend
-    client.budget.set_share(0, settings.partitions)  # nothing until partitions are assigned
-    held: set[int] = set()
+    client.budget.ledger = TableLedger(table, owned, settings.partitions, client.budget.window)
 
     async def handle(events: Sequence[Any], records: Sequence[Record]) -> None:
         await proc.handle(events, records, outbox)
@@ -218,20 +236,6 @@ def register(
         handle=handle,
         batch_size=min(BATCH_SIZE, settings.batch_size),
     )
-
-    @app.timer(1.0, name="vf-judge-budget-share")  # type: ignore[untyped-decorator]
-    async def budget_share() -> None:
-        """This worker's share of the budget, once its partitions' tables are recovered (the
-        last-sent times of the partitions it gained come from there)."""
-        recovery = getattr(app.tables, "recovery", None)
-        if app.rebalancing or getattr(recovery, "in_recovery", False):
-            return
-        now = owned()
-        gained = now - held
-        last = spend.last_sent(gained) if gained else -1.0
-        client.budget.set_share(len(now), settings.partitions, last_sent=last)
-        held.clear()
-        held.update(now)
 
     @app.task  # type: ignore[untyped-decorator]
     async def judge_started() -> None:

@@ -1,30 +1,28 @@
-"""The judge tier's spend, bounded: requests and tokens in any 60-second window (a moving
-window: ``limits``' ``MovingWindowRateLimiter``, so "no 60 s window above N" holds exactly,
-retries included), requests in flight, tokens per UTC day, and the order in which waiting
-requests get budget (FAIL before band before sampled PASS).
+"""The judge tier's spend, bounded: requests and tokens in any 60-second window, requests in
+flight, tokens per UTC day, and the order in which waiting requests get budget (FAIL before
+band before sampled PASS).
 
 Tokens are counted before a request is sent, as an estimate: the prompt's characters / 4 plus
 the completion expected (the mean of the completions reported so far, a quarter of
 ``max_completion_tokens`` before the first); when a reply reports more completion tokens than
-that, the difference is counted too (:meth:`Budget.charge`). A moving window cannot take back
-what it counted, so a reply shorter than expected is not refunded: the count errs high, by at
-most the expected completion per request. Reserving ``max_completion_tokens`` per request
-instead held 600 requests/min to 142 with the default 200,000 tokens/min
-(``bench/judge_throughput.py``).
+that, the difference is counted too (:meth:`Budget.charge`). A count cannot be taken back, so a
+reply shorter than expected is not refunded: the count errs high, by at most the expected
+completion per request. Reserving ``max_completion_tokens`` per request instead held 600
+requests/min to 142 with the default 200,000 tokens/min (``bench/judge_throughput.py``).
 
 **One budget per deployment** (issue 40: a ``--tier all`` worker and a ``--tier judge`` worker
 sent 43 requests in 60 s under ``requests_per_minute: 40``, and the day's tokens were counted
-again after every restart). Every judge worker of an app is a member of one consumer group
-(``<app id>-judge``) and reads its share of the ``internal.judge-requests`` partitions, so each
-takes that share of the budget: ``floor(limit * owned / partitions)`` requests and tokens per
-window and tokens per day (:meth:`Budget.set_share`, called as partitions move); the shares add
-up to the limit at most. A share that grows (a rebalance gave this worker more partitions) takes
-effect one window later, once what the partitions' former owner sent has left every window; a
-share that shrinks takes effect at once. So no window holds more than the configured limit
-across a rebalance either, at the price of up to one window of slower judging after it.
-The day's spend is kept per partition in a changelogged table by the judge agent
-(:class:`DaySpend`, ``agents/judge.py``): it moves with its partition, survives restarts and
-crash loops, and is written before the request it pays for is sent.
+again after every restart). What was sent is kept per request partition in a
+:class:`SpendLedger`: in a worker, the judge agent's changelogged table
+(``agents/judge.py``), written and awaited *before* the request it pays for is sent. Every
+judge process of an app is a member of one consumer group (``<app id>-judge``) and owns some
+of the ``internal.judge-requests`` partitions; it may send while what was sent *for its
+partitions* in the last window (and today) stays within its share of each limit,
+``floor(limit * owned / partitions)``. The shares add up to the limit at most, so no window
+holds more than the limit across all workers; a partition's history moves with it, so a
+rebalance or a restart neither forgets what was sent nor waits longer than it must. Windows are
+counted in whole seconds of wall-clock time (a request counts for the window's length plus one
+second, :data:`SAFETY_SECONDS`), so workers on several hosts need clocks within a second.
 """
 
 from __future__ import annotations
@@ -32,14 +30,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Protocol
-
-from limits import RateLimitItemPerSecond
-from limits.aio.storage import MemoryStorage
-from limits.aio.strategies import MovingWindowRateLimiter
 
 from verdictflow.evaluators.escalation import Priority
 from verdictflow.evaluators.judge_tier_policy import JudgeBudget
@@ -48,8 +43,11 @@ logger = logging.getLogger(__name__)
 
 #: Characters per token, for the estimate (English text with the usual tokenizers).
 CHARS_PER_TOKEN = 4
-#: Added to the budget's window (see ``Budget.__init__``).
+#: Added to the budget's window: requests granted a window apart may reach the endpoint closer
+#: together (network and server jitter), and the endpoint counts them as it receives them.
 SAFETY_SECONDS = 1
+#: How often a request waiting for the window looks again.
+POLL_SECONDS = 0.25
 
 
 class BudgetSkipped(Exception):  # noqa: N818 - names what happened to the request
@@ -65,6 +63,10 @@ def prompt_tokens(prompt_chars: int) -> int:
     return prompt_chars // CHARS_PER_TOKEN + 1
 
 
+def utc_day(now: float) -> str:
+    return time.strftime("%Y-%m-%d", time.gmtime(now))
+
+
 @dataclass
 class Spend:
     """What the budget has let through (for metrics and the console)."""
@@ -75,53 +77,60 @@ class Spend:
     day_tokens: int = 0
 
 
-class DaySpend(Protocol):
-    """Where the tokens spent per UTC day are kept (see the module doc)."""
+class SpendLedger(Protocol):
+    """What was sent, for the partitions this worker owns (see the module doc)."""
 
-    def spent(self, day: str) -> int:
-        """Tokens spent on ``day`` by the partitions this worker owns."""
+    def share(self) -> tuple[int, int]:
+        """(partitions owned, partitions in all)."""
 
-    async def add(self, day: str, tokens: int) -> None:
-        """Count ``tokens`` spent on ``day`` (durably, before the request is sent), and note
-        the time a request was last sent for its partition."""
+    def sent_since(self, since: float) -> tuple[int, int]:
+        """Requests and tokens sent at or after wall time ``since`` (whole seconds)."""
+
+    def day_tokens(self, day: str) -> int:
+        """Tokens sent on UTC ``day``."""
+
+    async def record(self, now: float, requests: int, tokens: int) -> None:
+        """Count a request (or extra tokens) sent at ``now``, durably, before it is sent."""
 
 
-class MemoryDaySpend:
-    """The day's spend in this process only (a client used outside a worker)."""
+class MemoryLedger:
+    """The ledger of one process, owning everything (a client used outside a worker)."""
 
     def __init__(self) -> None:
-        self._spent: dict[str, int] = {}
+        self._sent: deque[tuple[float, int, int]] = deque()
+        self._days: dict[str, int] = {}
 
-    def spent(self, day: str) -> int:
-        return self._spent.get(day, 0)
+    def share(self) -> tuple[int, int]:
+        return 1, 1
 
-    async def add(self, day: str, tokens: int) -> None:
-        self._spent = {day: self._spent.get(day, 0) + tokens}
+    def sent_since(self, since: float) -> tuple[int, int]:
+        cutoff = int(since)
+        while self._sent and self._sent[0][0] < cutoff - 3600:
+            self._sent.popleft()
+        rows = [(r, t) for at, r, t in self._sent if at >= cutoff]
+        return sum(r for r, _ in rows), sum(t for _, t in rows)
+
+    def day_tokens(self, day: str) -> int:
+        return self._days.get(day, 0)
+
+    async def record(self, now: float, requests: int, tokens: int) -> None:
+        self._sent.append((int(now), requests, tokens))
+        day = utc_day(now)
+        self._days = {day: self._days.get(day, 0) + tokens}
 
 
 class Budget:
     """Grants requests within :class:`JudgeBudget`; waiters are served by priority."""
 
     def __init__(
-        self, budget: JudgeBudget, window_seconds: int = 60, day_spend: DaySpend | None = None
+        self, budget: JudgeBudget, window_seconds: int = 60, ledger: SpendLedger | None = None
     ) -> None:
         """``window_seconds``: the window the per-minute limits apply to (60; tests shorten
-        it to see a window roll over quickly). ``day_spend``: where the day's tokens are
-        kept (in memory by default; the judge agent's changelogged table in a worker)."""
+        it to see a window roll over quickly). ``ledger``: what was sent (this process's by
+        default; the judge agent's changelogged table in a worker)."""
         self.budget = budget
-        self.day_spend: DaySpend = day_spend or MemoryDaySpend()
-        self._window = window_seconds + SAFETY_SECONDS
-        #: This worker's share of the deployment's budget (owned / total partitions), and a
-        #: larger share waiting for its time (see the module doc).
-        self.share: tuple[int, int] = (1, 1)
-        self._pending_share: tuple[tuple[int, int], float] | None = None
-        self._limiter = MovingWindowRateLimiter(MemoryStorage())
-        # One second longer than the window the limits name: requests granted a window apart
-        # may reach the endpoint closer together (network and server jitter), and the endpoint
-        # counts them as it receives them.
-        window = window_seconds + SAFETY_SECONDS
-        self._requests = RateLimitItemPerSecond(budget.requests_per_minute, window)
-        self._tokens = RateLimitItemPerSecond(budget.tokens_per_minute, window)
+        self.ledger: SpendLedger = ledger or MemoryLedger()
+        self.window = window_seconds + SAFETY_SECONDS
         self._in_flight = asyncio.Semaphore(budget.max_concurrency)
         self._waiting: dict[Priority, int] = {p: 0 for p in Priority}
         self._grant = asyncio.Lock()
@@ -144,50 +153,13 @@ class Budget:
         extra = completion_tokens - expected
         if extra > 0:
             async with self._grant:
-                await self._limiter.hit(self._tokens, "judge-tokens", cost=extra)
+                await self.ledger.record(time.time(), 0, extra)
                 self.spend.tokens += extra
                 self.spend.day_tokens += extra
-                await self.day_spend.add(self._day(), extra)
-
-    def set_share(
-        self, owned: int, total: int, now: float | None = None, last_sent: float | None = -1.0
-    ) -> None:
-        """This worker owns ``owned`` of the ``total`` request partitions: it takes that
-        share of every limit. A larger share applies one window after ``last_sent`` (the wall
-        time of the last request sent for the partitions gained, None when none was) or, when
-        that is unknown (-1), one window from now (module doc)."""
-        now = time.monotonic() if now is None else now
-        new = (max(0, owned), max(1, total))
-        if last_sent is None:
-            wait = 0.0
-        elif last_sent < 0:
-            wait = float(self._window)
-        else:
-            wait = max(0.0, last_sent + self._window - time.time())
-        if self._pending_share is not None and now >= self._pending_share[1]:
-            self.share, self._pending_share = self._pending_share[0], None
-        if new == self.share:
-            self._pending_share = None
-        elif new[0] * self.share[1] < self.share[0] * new[1]:  # smaller: at once
-            if self.share != new:
-                logger.info("judge budget share %d/%d -> %d/%d", *self.share, *new)
-            self.share, self._pending_share = new, None
-        elif wait <= 0:
-            logger.info("judge budget share %d/%d -> %d/%d", *self.share, *new)
-            self.share, self._pending_share = new, None
-        elif self._pending_share is None or self._pending_share[0] != new:
-            logger.info("judge budget share %d/%d -> %d/%d in %.0f s", *self.share, *new, wait)
-            self._pending_share = (new, now + wait)
 
     def _of_share(self, limit: int) -> int:
-        pending = self._pending_share
-        if pending is not None and time.monotonic() >= pending[1]:
-            self.share, self._pending_share = pending[0], None
-        owned, total = self.share
-        return limit * owned // total
-
-    def _day(self) -> str:
-        return time.strftime("%Y-%m-%d", time.gmtime())
+        owned, total = self.ledger.share()
+        return limit * max(0, owned) // max(1, total)
 
     def _max_wait(self, priority: Priority) -> float | None:
         if priority is Priority.FAIL:
@@ -205,71 +177,52 @@ class Budget:
         try:
             while True:
                 async with self._grant:
-                    self._check_day(tokens)
+                    now = time.time()
+                    self._check_day(now, tokens)
                     ahead = any(self._waiting[p] for p in Priority if p < priority)
-                    if not ahead and await self._fits(tokens):
-                        await self.day_spend.add(self._day(), tokens)  # durable before sent
-                        await self._limiter.hit(self._requests, "judge-requests")
-                        await self._limiter.hit(self._tokens, "judge-tokens", cost=tokens)
+                    if not ahead and self._fits(now, tokens):
+                        await self.ledger.record(now, 1, tokens)  # durable before it is sent
                         self.spend.requests += 1
                         self.spend.tokens += tokens
                         self.spend.day_tokens += tokens
                         return
-                    wait = await self._until_free(tokens)
                 waited = time.monotonic() - started
-                if deadline_after is not None and waited + wait > deadline_after:
+                if deadline_after is not None and waited + POLL_SECONDS > deadline_after:
                     raise BudgetSkipped(
                         "wait_limit",
                         f"{priority.label} verdicts wait at most {deadline_after:.0f} s for budget",
                     )
-                await asyncio.sleep(min(max(wait, 0.01), 1.0))
+                await asyncio.sleep(POLL_SECONDS)
         finally:
             self._waiting[priority] -= 1
 
-    def _check_day(self, tokens: int) -> None:
-        day = self._day()
+    def _check_day(self, now: float, tokens: int) -> None:
+        day = utc_day(now)
         if day != self.spend.day:
             self.spend.day, self.spend.day_tokens = day, 0
+        owned, total = self.ledger.share()
+        if owned <= 0:
+            return  # no partition yet (a rebalance): nothing to judge, nothing to decide
         allowance = self._of_share(self.budget.daily_tokens)
-        spent = self.day_spend.spent(day)
+        spent = self.ledger.day_tokens(day)
         if spent + tokens > allowance:
             raise BudgetSkipped(
                 "daily_tokens",
                 f"{spent:,} of {allowance:,} tokens spent today ({day}, UTC; this worker's "
-                f"share {self.share[0]}/{self.share[1]} of {self.budget.daily_tokens:,})",
+                f"share {owned}/{total} of {self.budget.daily_tokens:,})",
             )
 
-    async def _fits(self, tokens: int) -> bool:
+    def _fits(self, now: float, tokens: int) -> bool:
         if tokens > self.budget.tokens_per_minute:
             raise BudgetSkipped(
                 "wait_limit",
                 f"one request of ~{tokens:,} tokens exceeds tokens_per_minute "
                 f"{self.budget.tokens_per_minute:,}",
             )
-        requests = await self._limiter.get_window_stats(self._requests, "judge-requests")
-        used = self._requests.amount - requests.remaining
-        if used + 1 > self._of_share(self.budget.requests_per_minute):
-            return False
-        spent = await self._limiter.get_window_stats(self._tokens, "judge-tokens")
-        used_tokens = self._tokens.amount - spent.remaining
-        return used_tokens + tokens <= self._of_share(self.budget.tokens_per_minute)
-
-    async def _until_free(self, tokens: int) -> float:
-        """Seconds until the window might take the request (0 when it could now; a share not
-        yet in force counts as a wait until it is)."""
-        now = time.time()
-        waits = [0.0]
-        stats = await self._limiter.get_window_stats(self._requests, "judge-requests")
-        if self._requests.amount - stats.remaining + 1 > self._of_share(
+        requests, spent = self.ledger.sent_since(now - self.window)
+        return requests + 1 <= self._of_share(
             self.budget.requests_per_minute
-        ):
-            waits.append(stats.reset_time - now if stats.reset_time > now else 1.0)
-        stats = await self._limiter.get_window_stats(self._tokens, "judge-tokens")
-        if self._tokens.amount - stats.remaining + tokens > self._of_share(
-            self.budget.tokens_per_minute
-        ):
-            waits.append(stats.reset_time - now if stats.reset_time > now else 1.0)
-        return max(waits)
+        ) and spent + tokens <= self._of_share(self.budget.tokens_per_minute)
 
     @asynccontextmanager
     async def in_flight(self) -> AsyncIterator[None]:

@@ -99,6 +99,7 @@ def batch_agent(
     async def agent(stream: Any) -> None:
         async for batch in stream.take_events(size, settings.batch_window_seconds):
             records = [Record.from_faust(event.message) for event in batch]
+            in_hand(app, +1)  # the consumer counts no partition as stalled meanwhile
             try:
                 try:
                     await run(batch, records)
@@ -114,8 +115,15 @@ def batch_agent(
                     delivered(records)
             except Exception as exc:  # table, producer or setup failure: see streams.fatal
                 stop_without_commit(name, exc)
+            finally:
+                in_hand(app, -1)
 
     return agent
+
+
+def in_hand(app: Any, change: int) -> None:
+    """Count the app's batches in hand (``SafeCommitApp.batches_in_hand``)."""
+    app.batches_in_hand = getattr(app, "batches_in_hand", 0) + change
 
 
 def is_infrastructure(exc: BaseException) -> bool:

@@ -54,9 +54,11 @@ kill test lost an answer to it.
    (committed 4, log end 9, aiokafka's position 9, Faust's read offset unset); with no later
    record acked, rule 3's check never fired, and the partition stalled for good.
 
-For 5., a partition whose committed offset is behind its log end, and of whose records none
-at or past the committed offset came out of the fetch loop for a commit interval, is treated
-as missing its head record (below): read again from the committed offset.
+For 5., a partition whose committed offset is behind its log end and has not moved for a
+commit interval while no agent had a batch in hand is treated as missing its head record
+(below): read again from the committed offset. (Until issue 47 the test was "none of its
+records came out of the fetch loop": records that did come out and were then dropped in a
+rebalance stalled a restarted judge worker's partition for good.)
 
 6. **No committed offset yet.** A group's first worker killed before its first commit leaves
    partitions without one; the next owner reads them from the log start (reset ``earliest``),
@@ -131,8 +133,9 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
         self._revoking: dict[Any, int] = {}
         #: tp -> the last offset passed on since the partition's last seek (see 5.).
         self._passed_on: dict[Any, int] = {}
-        #: tp -> monotonic time since which the partition looks stalled (see 5.).
-        self._stalled_since: dict[Any, float] = {}
+        #: tp -> (committed offset, monotonic time since which it has not moved with records
+        #: pending and the agents idle): the partition looks stalled (see 5.).
+        self._stalled_since: dict[Any, tuple[int, float]] = {}
         #: Partitions without a committed offset -> their log start offset (see 6.).
         self._log_start: dict[Any, int] = {}
         #: Fetches (getmany calls) so far, and whether one is being iterated (see 7.).
@@ -389,22 +392,27 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
         return committed
 
     def _busy(self) -> bool:
-        """Whether the fetch loop is handing a record on right now (an agent's buffer full):
-        records then wait for the agents, they are not lost."""
-        return self._handing_on_since is not None
+        """Whether an agent has a batch in hand, or the fetch loop is handing a record on
+        (an agent's buffer full): records then wait for the agents, they are not lost."""
+        in_hand = getattr(self.app, "batches_in_hand", 0)
+        return self._handing_on_since is not None or in_hand > 0
 
     def _postpone_checks(self) -> None:
         """Slow is not lost: while the agents are busy, no partition's wait for its head
-        record counts (every clock restarts once they take records again)."""
+        record counts (every clock restarts once they are idle again)."""
         now = time.monotonic()
-        for tp in list(self._stalled_since):
-            self._stalled_since[tp] = now
+        for tp, (head, _) in list(self._stalled_since.items()):
+            self._stalled_since[tp] = (head, now)
         for tp, (head, _, rereads) in list(self._missing_heads.items()):
             self._missing_heads[tp] = (head, now, rereads)
 
     def _note_stalled_partitions(self, assigned: Iterable[Any]) -> None:
-        """Partitions with records past the committed offset of which none came out of the
-        fetch loop for a commit interval: their head record is missing (docstring, 5.)."""
+        """Partitions with records past the committed offset whose committed offset has not
+        moved for a commit interval while no agent had a batch in hand: their head record is
+        missing (docstring, 5.), whether it never came out of the fetch loop or Faust dropped
+        it after it did (issue 47: a restarted judge worker's partition stalled for good
+        after records it had passed on were dropped in a rebalance, so the old test, "none
+        came out of the fetch loop", never fired)."""
         wait = float(self.app.conf.broker_commit_interval)
         now = time.monotonic()
         for tp in assigned:
@@ -415,14 +423,16 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
                 end = self.highwater(tp)
             except Exception:  # not assigned any more (a rebalance): skip it
                 continue
-            passed = self._passed_on.get(tp)
-            if end is None or end <= head or (passed is not None and passed >= head):
+            if end is None or end <= head:
                 self._stalled_since.pop(tp, None)
                 continue
-            since = self._stalled_since.setdefault(tp, now)
+            seen_head, since = self._stalled_since.get(tp, (head, now))
+            if seen_head != head:
+                seen_head, since = head, now
+            self._stalled_since[tp] = (seen_head, since)
             if now - since >= wait and tp not in self._missing_heads:
                 logger.warning(
-                    "%s: records %d-%d are in the log but none reached the agents in %.0f s",
+                    "%s: records %d-%d are in the log but none was processed in %.0f s",
                     tp, head, end - 1, now - since,
                 )  # fmt: skip
                 self._missing_heads[tp] = (head, since, 0)
@@ -507,6 +517,9 @@ class SafeCommitApp(faust.App):
     #: Source topics planned with compaction (``docs``): their logs have holes wherever
     #: compaction removed records, so they keep Faust's rules (see the module docstring).
     compacted_topics: frozenset[str] = frozenset()
+    #: Batches the app's agents have in hand (``streams/batch_agent.py``): while any is, the
+    #: consumer counts no partition as stalled.
+    batches_in_hand: int = 0
     #: Where a record that re-reads did not bring goes (``dead-letters``, with the prefix).
     dead_letter_topic: str | None = None
     #: How a side client reaches the broker (bootstrap servers, security).
