@@ -8,11 +8,13 @@ console and the API serve answers, queries, tenants and evidence: an accidental
 ``--host 0.0.0.0`` must not publish them.
 
 **Host header** (DNS rebinding: a web page whose name a hostile resolver points at 127.0.0.1
-reaches a loopback listener with the browser's own credentials): every listener answers only
+reaches a loopback listener from the user's browser): a listener bound to loopback answers only
 requests whose ``Host`` is a loopback name (``localhost``, ``127.0.0.1``, ``[::1]``), the
 address it was bound to, or a name in ``VERDICTFLOW_ALLOWED_HOSTS`` (comma-separated; ``*``
-turns the check off, e.g. behind a proxy that checks it); others get 400 ``invalid_host``
-(:func:`host_checked`, :func:`allowed_hosts`).
+turns the check off); others get 400 ``invalid_host`` (:func:`host_checked`,
+:func:`allowed_hosts`). A listener bound beyond loopback (opened on purpose, behind a token or
+``--insecure``; reached by service names and probe IPs) checks ``Host`` only when
+``VERDICTFLOW_ALLOWED_HOSTS`` names the hosts it serves.
 
 The metrics servers (``monitor``, worker ``--metrics-port``) answer ``/metrics`` with
 Prometheus' exposition and, when a token is set, ask for it as a bearer token (Prometheus'
@@ -92,8 +94,8 @@ def allowed_hosts(bind_host: str) -> frozenset[str] | None:
     """The ``Host`` names a listener bound to ``bind_host`` answers (lower case, no port), or
     None when the check is off (``VERDICTFLOW_ALLOWED_HOSTS=*``)."""
     extra = {h.strip().lower() for h in os.environ.get(ALLOWED_HOSTS_ENV, "").split(",")}
-    if "*" in extra:
-        return None
+    if "*" in extra or (extra == {""} and not is_loopback(bind_host)):
+        return None  # off, or a listener opened on purpose (a token or --insecure guards it)
     bound = (
         {bind_host.lower(), f"[{bind_host.lower()}]"}
         if bind_host not in ("0.0.0.0", "::")

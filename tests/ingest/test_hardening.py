@@ -146,3 +146,15 @@ def test_a_request_for_another_host_is_refused(monkeypatch: pytest.MonkeyPatch) 
     assert post("/v1/answers", body, JSON, host="localhost:4318")[0].status_code == 200
     monkeypatch.setenv("VERDICTFLOW_ALLOWED_HOSTS", "ingest.internal")
     assert post("/v1/answers", body, JSON, host="ingest.internal")[0].status_code == 200
+
+
+def test_a_listener_opened_beyond_loopback_checks_host_only_when_told(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from verdictflow.listeners import allowed_hosts
+
+    monkeypatch.delenv("VERDICTFLOW_ALLOWED_HOSTS", raising=False)
+    assert allowed_hosts("0.0.0.0") is None  # service names and probe IPs reach it
+    assert "localhost" in (allowed_hosts("127.0.0.1") or set())
+    monkeypatch.setenv("VERDICTFLOW_ALLOWED_HOSTS", "vf.example.com")
+    assert "vf.example.com" in (allowed_hosts("0.0.0.0") or set())
