@@ -31,7 +31,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import faust
-from faust.streams import _current_event
 from pydantic import ValidationError
 
 from verdictflow.evaluators.escalation import Priority
@@ -42,7 +41,12 @@ from verdictflow.models.codec import encode
 from verdictflow.models.judge import Judgement, JudgeRequest
 from verdictflow.models.verdicts import Verdict
 from verdictflow.streams.batch_agent import batch_agent
-from verdictflow.streams.durable_table import DurableWritesTable, durable_table, writes_for
+from verdictflow.streams.durable_table import (
+    DurableWritesTable,
+    current_event,
+    durable_table,
+    writes_for,
+)
 from verdictflow.streams.outbox import Outbox
 from verdictflow.streams.records import Record
 from verdictflow.streams.settings import Settings
@@ -98,11 +102,7 @@ class TableLedger:
         return sum(int(self.table.get(self.day_key(day, p)) or 0) for p in self.owned())
 
     async def record(self, now: float, requests: int, tokens: int) -> None:
-        ref = _current_event.get(None)
-        event = ref() if ref is not None else None
-        if event is None:  # not inside a request's writes_for: nowhere durable to count it
-            raise RuntimeError("judge spend outside a request's writes_for(event)")
-        partition = event.message.partition
+        partition = current_event().message.partition  # the request's, from its writes_for
         day = self.day_key(utc_day(now), partition)
         self.table[day] = int(self.table.get(day) or 0) + tokens
         second, oldest = int(now), int(now) - self.window - 1

@@ -37,15 +37,15 @@ import faust
 import orjson
 from pydantic import ValidationError
 
+from verdictflow.exceptions import InvalidEvent
 from verdictflow.models.codec import encode
-from verdictflow.models.dead_letter import DeadLetter
 from verdictflow.models.spans import CloseTick, SpanRecord
 from verdictflow.pipelines.traces import assemble
 from verdictflow.streams.batch_agent import batch_agent, per_record
 from verdictflow.streams.durable_table import StagedWrites, durable_table
 from verdictflow.streams.outbox import Outbox
 from verdictflow.streams.record_limits import MAX_RECORD_BYTES, RecordTooLarge, check_record
-from verdictflow.streams.records import Record
+from verdictflow.streams.records import Record, dead_letter
 from verdictflow.streams.settings import Settings
 from verdictflow.streams.topics import ANSWERS, DEAD_LETTERS, SPANS, TRACES_TABLE
 
@@ -140,7 +140,7 @@ class TraceAssembler:
             try:
                 check_record(ANSWERS, key, value, headers)
             except RecordTooLarge as exc:
-                await self._dead_letter(outbox, record, key, "record_too_large", str(exc), value)
+                await self._dead_letter(outbox, record, "record_too_large", str(exc), value)
                 continue
             await outbox.send(ANSWERS, key, value, headers)
             sent.append(event)
@@ -150,7 +150,7 @@ class TraceAssembler:
                 f"counted) past {MAX_SPANS} spans or {MAX_STATE_BYTES:,} bytes were dropped; "
                 f"{len(sent)} answers were assembled from the {len(spans)} spans kept"
             )
-            await self._dead_letter(outbox, record, key, "trace_spans_dropped", detail, b"")
+            await self._dead_letter(outbox, record, "trace_spans_dropped", detail, b"")
         for reason in result.skipped:
             logger.info("trace %s: %s", key, reason)
         self.traces += 1
@@ -166,13 +166,9 @@ class TraceAssembler:
 
     @staticmethod
     async def _dead_letter(
-        outbox: Outbox, record: Record, key: str, code: str, detail: str, value: bytes
+        outbox: Outbox, record: Record, code: str, detail: str, value: bytes
     ) -> None:
-        letter = DeadLetter(
-            source_topic=record.topic, partition=record.partition, offset=record.offset,
-            key=key, error_code=code, error=detail[:500], raw=DeadLetter.preview(value),
-            raw_size=len(value), raw_sha256=DeadLetter.digest(value), ts=record.timestamp,
-        )  # fmt: skip
+        letter = dead_letter(record, InvalidEvent(code, detail[:500]), raw=value)
         await outbox.send(DEAD_LETTERS, record.topic, encode(letter))
 
     def due(self, now: float) -> list[CloseTick]:

@@ -89,6 +89,15 @@ class DurableWritesTable(faust.Table):  # type: ignore[misc,type-arg]
             await asyncio.gather(*pending)
 
 
+def current_event() -> Any:
+    """The event :func:`writes_for` made current (RuntimeError outside one: no partition)."""
+    ref = _current_event.get(None)
+    event = ref() if ref is not None else None
+    if event is None:
+        raise RuntimeError("table write outside writes_for(event): no partition to write to")
+    return event
+
+
 @contextmanager
 def writes_for(event: Any) -> Iterator[None]:
     """Table reads and writes inside belong to ``event``'s partition (see the module doc)."""
@@ -116,11 +125,7 @@ class StagedWrites(MutableMapping[str, Any]):
 
     @staticmethod
     def _event() -> Any:
-        ref = _current_event.get(None)
-        event = ref() if ref is not None else None
-        if event is None:
-            raise RuntimeError("table write outside writes_for(event): no partition to write to")
-        return event
+        return current_event()
 
     def __getitem__(self, key: str) -> Any:
         if key in self._staged:

@@ -52,8 +52,10 @@ def key_partition(key: bytes, partitions: int) -> int:
     return int(murmur2(key) & 0x7FFFFFFF) % partitions
 
 
-def dead_letter(record: Record, error: InvalidEvent) -> DeadLetter:
-    """The dead-letter record for an input that could not be scored."""
+def dead_letter(record: Record, error: InvalidEvent, raw: bytes | None = None) -> DeadLetter:
+    """The dead-letter record for an input that could not be scored; ``raw``: the bytes to
+    preview instead of the record's value (an output built from it that could not be sent)."""
+    value = record.value if raw is None else raw
     return DeadLetter(
         source_topic=record.topic,
         partition=record.partition,
@@ -61,8 +63,8 @@ def dead_letter(record: Record, error: InvalidEvent) -> DeadLetter:
         key=record.key.decode("utf-8", "backslashreplace")[:512] if record.key else None,
         error_code=error.code,
         error=error.detail,
-        raw=DeadLetter.preview(record.value),
-        raw_size=len(record.value or b""),
-        raw_sha256=DeadLetter.digest(record.value),
+        raw=DeadLetter.preview(value),
+        raw_size=len(value or b""),
+        raw_sha256=DeadLetter.digest(value),
         ts=record.timestamp,
     )

@@ -104,8 +104,9 @@ from faust.transport.consumer import ensure_TP
 from faust.transport.drivers import aiokafka as faust_aiokafka
 from faust.utils.functional import consecutive_numbers
 
+from verdictflow.exceptions import InvalidEvent
 from verdictflow.models.codec import encode
-from verdictflow.models.dead_letter import DeadLetter
+from verdictflow.streams.records import Record, dead_letter
 
 logger = logging.getLogger(__name__)
 
@@ -467,13 +468,9 @@ class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
         reason = f"{tp.topic}[{tp.partition}]@{head}: not processed after {rereads} re-reads"
         logger.error("%s; dead-lettered, the partition goes on", reason)
         raw = await self._fetch_one(tp, head)
-        letter = DeadLetter(
-            source_topic=tp.topic, partition=tp.partition, offset=head, key=None,
-            error_code="not_processed_after_rereads",
-            error=reason + ("" if raw is not None else "; the record could not be fetched"),
-            raw=DeadLetter.preview(raw), raw_size=len(raw or b""),
-            raw_sha256=DeadLetter.digest(raw), ts=None,
-        )  # fmt: skip
+        detail = reason + ("" if raw is not None else "; the record could not be fetched")
+        record = Record(tp.topic, tp.partition, head, None, raw)
+        letter = dead_letter(record, InvalidEvent("not_processed_after_rereads", detail))
         topic = cast("SafeCommitApp", self.app).dead_letter_topic
         if topic is not None:
             fut = await self.app.producer.send(
