@@ -38,6 +38,8 @@ class Decoded:
     spans: list[SpanRecord] = field(default_factory=list)
     rejected: int = 0
     errors: list[str] = field(default_factory=list)
+    #: Spans past the request's cap (rejected unread).
+    rejected_over_cap: int = 0
 
 
 def parse_protobuf(body: bytes) -> ExportTraceServiceRequest:
@@ -123,8 +125,10 @@ def spans_of(
         for scope_spans in resource_spans.scope_spans:
             for span in scope_spans.spans:
                 if max_spans is not None and len(out.spans) >= max_spans:
+                    if not out.rejected_over_cap:  # one message, however many spans
+                        out.errors.append(f"more than {max_spans} spans in one request")
                     out.rejected += 1
-                    out.errors.append(f"more than {max_spans} spans in one request")
+                    out.rejected_over_cap += 1
                     continue
                 problem = _id_problem(span.trace_id, 16, "trace_id") or _id_problem(
                     span.span_id, 8, "span_id"
