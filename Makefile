@@ -49,8 +49,9 @@ fmt: setup
 audit: setup
 	$(BIN)/python .ci/audit.py
 
+## The headline throughput ratios in one table (~10 min; docs/benchmarks.md).
 bench: setup
-	$(BIN)/python bench/answers_throughput.py
+	$(BIN)/python bench/headline.py
 
 clean:
 	rm -rf $(VENV) .verdictflow .pytest_cache .mypy_cache .ruff_cache

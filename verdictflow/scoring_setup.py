@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from verdictflow.background import resolve_stats
-from verdictflow.evaluators import relevance
+from verdictflow.evaluators import completeness, relevance
 from verdictflow.evaluators.answer_analysis import CACHE_BYTES, COMPONENTS, AnswerAnalyzer
 from verdictflow.evaluators.answer_verdicts import ScoringContext
 from verdictflow.evaluators.policy import Policy
@@ -35,6 +35,7 @@ def load_scoring(policy: Policy, idf_stats: str | Path | None = "default") -> Sc
     )
     analyzer = new_analyzer(policy)
     relevance.analyze("warm up")  # import scikit-learn now, not inside the first batch
+    completeness.keywords("warm up")  # and NLTK (~1 s), which stalled the first batch
     return Scoring(ctx, analyzer)
 
 

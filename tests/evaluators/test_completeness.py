@@ -7,6 +7,8 @@ import unicodedata
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from nltk.tokenize import NLTKWordTokenizer
 
 from tests.support.paths import SHARED_DATA
@@ -71,3 +73,20 @@ def test_the_fast_tokenizer_is_nltks_on_real_answers_and_documents() -> None:
         if fast.tokenize(t) != reference.tokenize(t)
     ]
     assert differ == []
+
+
+def test_every_treebank_rule_but_whitespace_has_required_strings() -> None:
+    """A new NLTK pattern runs unguarded (correct, slower); this says when that happens."""
+    t = _tokenizer()
+    rules = t.starting_quotes + t.punctuation + t.ending_quotes + t.contractions
+    assert [rx.pattern for rx, _, needs in rules if needs is None] == [r"\s+"]
+
+
+#: Characters every skipped rule looks for, and the letters of the contractions.
+_ALPHABET = "abcdegimnorstvwyACDNT '\"`.,:;?!*()[]{}<>-@#$%&\u2013\u2019\u201c\u00ab\u00bb\u0130\n"
+
+
+@given(st.text(alphabet=_ALPHABET, max_size=60))
+@settings(max_examples=400, deadline=None)
+def test_skipping_rules_never_changes_a_token(text: str) -> None:
+    assert _tokenizer().tokenize(text) == NLTKWordTokenizer().tokenize(text)

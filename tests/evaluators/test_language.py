@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from verdictflow.evaluators import variant_groups
 from verdictflow.evaluators.answer_batch import score_answers
@@ -49,3 +53,9 @@ def test_a_quoted_name_or_another_latin_language_is_read() -> None:
     assert not unsupported_script("La capitale de la France est Paris.")
     assert latin_share("2024-05-01") is None
     assert unsupported_script("Москва — столица России.")
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=40))
+def test_ascii_text_is_answered_as_the_counted_share_would(text: str) -> None:
+    letters = len(re.findall(r"[^\W\d_]", text))
+    assert latin_share(text) == (None if letters == 0 else 1.0)

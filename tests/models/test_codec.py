@@ -2,10 +2,13 @@ from __future__ import annotations
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from verdictflow.exceptions import InvalidEvent
 from verdictflow.models.codec import decode, encode
 from verdictflow.models.events import AnswerEvent, Context
+from verdictflow.models.verdicts import Decision, Reason, ReasonCode, Verdict, VerdictKind
 
 VALID = {"id": "a1", "query": "q", "answer": "x", "contexts": ["c", {"doc_id": "d", "text": "t"}]}
 
@@ -94,3 +97,25 @@ def test_an_event_time_outside_1970_2200_is_refused_with_the_reason(ts: object) 
 def test_an_iso_time_without_an_offset_is_utc() -> None:
     event = decode(b'{"id": "a", "answer": "x", "ts": "2024-05-01T12:00:00"}', AnswerEvent)
     assert event.ts == 1714564800.0
+
+
+_JSON_LEAF = st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats() | st.text()
+_JSON = st.recursive(
+    _JSON_LEAF,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(score=st.none() | st.floats(), evidence=st.dictionaries(st.text(), _JSON, max_size=5))
+@settings(max_examples=300, deadline=None)
+def test_encode_writes_what_orjson_wrote_before(score: float | None, evidence: dict) -> None:
+    """Verdicts must stay byte-identical across the switch to pydantic-core's writer (issue 41):
+    any float (NaN and infinities as null), any text, nested evidence."""
+    verdict = Verdict(
+        verdict_id="v", kind=VerdictKind.GROUNDEDNESS, input_id="a\u2028é\x00", score=score,
+        threshold=0.5, decision=Decision.PASS,
+        reasons=[Reason(code=ReasonCode.AT_OR_ABOVE_THRESHOLD, detail="ok")], evidence=evidence,
+        config_digest="c", tokenizer_version="t",
+    )  # fmt: skip
+    assert encode(verdict) == orjson.dumps(verdict.model_dump(mode="json"))

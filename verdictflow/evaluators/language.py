@@ -21,12 +21,16 @@ import re
 #: NFKC-normalised before this is asked, so full-width Latin letters are plain ones by then.
 _LATIN_LETTER = re.compile(r"[A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u1e00-\u1eff]")
 _LETTER = re.compile(r"[^\W\d_]")
+_ASCII_LETTER = re.compile(r"[A-Za-z]")
 #: Below this share of Latin letters among its letters, a text is not analysable here.
 MIN_LATIN_SHARE = 0.5
 
 
 def latin_share(text: str) -> float | None:
-    """The share of ``text``'s letters that are Latin; None when it has no letter."""
+    """The share of ``text``'s letters that are Latin; None when it has no letter. ASCII text
+    (most of it) is answered without counting: its letters are all Latin."""
+    if text.isascii():
+        return 1.0 if _ASCII_LETTER.search(text) else None
     letters = len(_LETTER.findall(text))
     if not letters:
         return None

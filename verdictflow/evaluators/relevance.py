@@ -50,13 +50,21 @@ class BackgroundStats:
     min_df: int = 1
     source: str = ""
     digest: str = field(init=False)
+    _idf_by_df: dict[int, float] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "digest", hashlib.sha256(self.to_json()).hexdigest())
+        object.__setattr__(self, "_idf_by_df", {})
 
     def idf(self, term: str) -> float:
-        """scikit-learn's smooth IDF; a term never seen in the background weighs the most."""
-        return math.log((1 + self.n_docs) / (1 + self.df.get(term, 0))) + 1.0
+        """scikit-learn's smooth IDF; a term never seen in the background weighs the most.
+        Memoised by document frequency (a few thousand distinct values at most): the same
+        arithmetic on the same numbers, without a logarithm per term per answer."""
+        df = self.df.get(term, 0)
+        weight = self._idf_by_df.get(df)
+        if weight is None:
+            weight = self._idf_by_df[df] = math.log((1 + self.n_docs) / (1 + df)) + 1.0
+        return weight
 
     def to_json(self) -> bytes:
         """Canonical bytes (sorted keys): the digest is over these, whatever the file's gzip."""

@@ -30,19 +30,36 @@ def _stop_words() -> frozenset[str]:
     return frozenset(ENGLISH_STOP_WORDS)
 
 
+#: Texts up to this many characters have their token sets memoised: one answer's text is
+#: tokenized by groundedness, relevance and consistency in turn (three passes of NFKC and
+#: ``\\w+`` for one result). Bounded: at most :data:`_MEMO_ENTRIES` such texts.
+_MEMO_MAX_CHARS = 8192
+_MEMO_ENTRIES = 512
+
+
 class Tokenizer:
     """Deterministic tokenizer producing distinct token sets."""
 
     def __init__(self, *, remove_stopwords: bool = False) -> None:
         self.remove_stopwords = remove_stopwords
-        self._stop = _stop_words() if remove_stopwords else frozenset()
         suffix = ":stop=sklearn-english" if remove_stopwords else ":stop=off"
         self.version = _BASE_VERSION + suffix
 
     def tokens(self, text: str) -> frozenset[str]:
         """Distinct tokens of ``text`` (an empty set for empty or punctuation-only text)."""
-        text = text_normalise.clean(text)
-        found = _WORD.findall(text.lower())
-        if self._stop:
-            return frozenset(t for t in found if t not in self._stop)
-        return frozenset(found)
+        if len(text) > _MEMO_MAX_CHARS:
+            return _token_set(text, self.remove_stopwords)
+        return _memoised_token_set(text, self.remove_stopwords)
+
+
+def _token_set(text: str, remove_stopwords: bool) -> frozenset[str]:
+    found = _WORD.findall(text_normalise.clean(text).lower())
+    if remove_stopwords:
+        stop = _stop_words()
+        return frozenset(t for t in found if t not in stop)
+    return frozenset(found)
+
+
+#: A pure function of its arguments, so memoising it cannot change a token set; lru_cache is
+#: thread-safe (the NLP tier scores in a thread beside the lexical tier in ``--tier all``).
+_memoised_token_set = lru_cache(maxsize=_MEMO_ENTRIES)(_token_set)

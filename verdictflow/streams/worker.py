@@ -15,6 +15,7 @@ from verdictflow.evaluators.policy import load_policy
 from verdictflow.streams.admin import ensure_topics
 from verdictflow.streams.app import create_apps
 from verdictflow.streams.broker import wait_for_kafka
+from verdictflow.streams.gc_tuning import tune_for_throughput
 from verdictflow.streams.kafka_security import aiokafka_security_kwargs
 from verdictflow.streams.settings import JudgeSettings, QualitySettings, Settings
 from verdictflow.streams.table_migration import check_table_layout
@@ -76,6 +77,7 @@ class BoundedShutdownWorker(faust.Worker):  # type: ignore[misc]  # faust is unt
         # side they join together; the dependency loop that follows finds them started.
         if self.services:
             await asyncio.gather(*(app.maybe_start() for app in (*self.services, self.app)))
+        tune_for_throughput()  # start-up is over: see streams/gc_tuning.py
 
     def _schedule_shutdown(self, signal_: signal.Signals) -> None:
         if not self._signal_stop_time:

@@ -1,0 +1,58 @@
+"""Batched output records land on the partition ``producer.send`` would have picked."""
+
+from __future__ import annotations
+
+import pytest
+from aiokafka.partitioner import DefaultPartitioner
+
+from verdictflow.streams.outbox import FaustOutbox
+
+
+class _Producer:
+    def __init__(self, partitions: set[int]) -> None:
+        self.partitions = partitions
+        self.sent: list[tuple[str, int, list[bytes]]] = []
+
+    async def partitions_for(self, topic: str) -> set[int]:
+        return self.partitions
+
+    def create_batch(self) -> _Batch:
+        return _Batch()
+
+    async def send_batch(self, batch: _Batch, topic: str, *, partition: int) -> object:
+        self.sent.append((topic, partition, batch.keys))
+        return _done()
+
+
+class _Batch:
+    def __init__(self) -> None:
+        self.keys: list[bytes] = []
+
+    def append(self, *, key: bytes, value: bytes, timestamp: None, headers: object) -> object:
+        if len(self.keys) == 3:  # full: the outbox must open another batch
+            return None
+        self.keys.append(key)
+        return object()
+
+    def close(self) -> None:
+        return None
+
+
+async def _done() -> None:
+    return None
+
+
+@pytest.mark.parametrize("partitions", [{0}, {0, 1, 2, 3}, {3, 1, 2, 0, 5, 4, 6}])
+async def test_keys_go_where_the_default_partitioner_sends_them(partitions: set[int]) -> None:
+    producer = _Producer(partitions)
+    outbox = FaustOutbox.__new__(FaustOutbox)
+    keys = [f"answer-{i}".encode() for i in range(40)] + [b""]
+    records = [(k, b"v", []) for k in keys]
+    await outbox._send_batches(producer, "t", records, {})  # type: ignore[arg-type]
+    ordered = sorted(partitions)
+    expected = {k: DefaultPartitioner()(k, ordered, ordered) for k in keys}
+    placed = {k: partition for _, partition, batch in producer.sent for k in batch}
+    assert placed == expected
+    for partition in ordered:  # order kept within a partition, across full batches
+        sent = [k for _, p, batch in producer.sent if p == partition for k in batch]
+        assert sent == [k for k in keys if expected[k] == partition]
