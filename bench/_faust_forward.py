@@ -12,8 +12,8 @@ from typing import Any
 
 import faust
 
-from verdictflow.streams.app import faust_config
-from verdictflow.streams.settings import Settings
+from verdictflow.settings import Settings
+from verdictflow.streams.faust_app import faust_config
 from verdictflow.streams.worker import disable_spinner
 
 

@@ -39,9 +39,9 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from verdictflow.samples.traffic import generate
 from verdictflow.scoring_jobs.replay import replay
+from verdictflow.settings import Settings
 from verdictflow.streams.admin import ensure_topics
 from verdictflow.streams.broker import EmbeddedBroker
-from verdictflow.streams.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 

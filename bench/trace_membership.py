@@ -31,8 +31,8 @@ from tests.support.otel_traces import send_traces, traced_ids, wait_healthy
 from tests.support.processes import WorkerProcess, settings_env
 from tests.support.reliability import OutputCollector
 from verdictflow.dev_servers import start_server, stop_server
+from verdictflow.settings import Settings
 from verdictflow.streams.broker import EmbeddedBroker
-from verdictflow.streams.settings import Settings
 
 #: (seconds after the first worker started sending, what happens to the group)
 SCHEDULE = ((15.0, "join"), (35.0, "join"), (55.0, "sigterm 2nd"), (70.0, "sigkill 1st"))

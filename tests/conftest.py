@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.processes import WorkerProcess
+from verdictflow.settings import Settings
 from verdictflow.streams.broker import EmbeddedBroker
-from verdictflow.streams.settings import Settings
 
 
 @pytest.fixture(scope="session")

@@ -23,7 +23,7 @@ from verdictflow.evaluators.policy import load_policy
 from verdictflow.monitoring.verdict_monitor import VerdictMonitor
 from verdictflow.rerank_api.metrics import ApiMetrics
 from verdictflow.rerank_api.settings import ApiSettings
-from verdictflow.streams.settings import Settings
+from verdictflow.settings import Settings
 from verdictflow.streams.topic_plan import topic_plan
 from verdictflow.streams.worker_metrics import WorkerMetrics
 

@@ -7,6 +7,7 @@ import pytest
 
 from tests.support.neural import requires_neural
 from verdictflow import embedders
+from verdictflow.digests import file_digest
 from verdictflow.embedders import (
     EmbedderUnavailable,
     embedder_identity,
@@ -15,7 +16,6 @@ from verdictflow.embedders import (
     weights_digest,
 )
 from verdictflow.evaluators.embedding import default_embedder
-from verdictflow.scoring_jobs.rq_inputs import file_digest
 
 
 def test_default_is_the_embedder_shared_with_the_quality_agents() -> None:

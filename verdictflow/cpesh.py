@@ -25,7 +25,7 @@ import orjson
 
 from verdictflow.evaluators.doc_quality import cpesh_margin
 from verdictflow.evaluators.embedding import Embedder, default_embedder
-from verdictflow.streams.settings import CpeshSettings
+from verdictflow.settings import CpeshSettings
 
 logger = logging.getLogger(__name__)
 

@@ -28,8 +28,8 @@ from verdictflow.scoring_jobs.eval_answers import expected_verdicts
 from verdictflow.scoring_jobs.replay import read_lines, replay
 from verdictflow.scoring_jobs.tail import tail
 from verdictflow.scoring_setup import load_scoring
+from verdictflow.settings import Settings
 from verdictflow.streams.broker import EmbeddedBroker, die_with_parent
-from verdictflow.streams.settings import Settings
 from verdictflow.streams.topics import DEAD_LETTERS, VERDICT_TOPICS
 
 console = Console()

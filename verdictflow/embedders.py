@@ -49,9 +49,9 @@ from typing import Any, Literal
 
 import numpy as np
 
+from verdictflow.digests import file_digest
 from verdictflow.evaluators.embedding import Embedder, FloatMatrix, default_embedder
 from verdictflow.exceptions import VerdictflowError
-from verdictflow.scoring_jobs.rq_inputs import file_digest
 
 logger = logging.getLogger(__name__)
 

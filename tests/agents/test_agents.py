@@ -9,11 +9,11 @@ import itertools
 import orjson
 import pytest
 
+from verdictflow.agents.worker_app import create_app
 from verdictflow.evaluators.kinds import Tier
 from verdictflow.evaluators.policy import Policy
-from verdictflow.streams.app import create_app
+from verdictflow.settings import Settings
 from verdictflow.streams.outbox import RecordingOutbox
-from verdictflow.streams.settings import Settings
 
 _ids = itertools.count()
 

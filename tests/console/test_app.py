@@ -13,7 +13,7 @@ from asgi_lifespan import LifespanManager
 
 from verdictflow.console.app import ConsoleOptions, create_console_app
 from verdictflow.console.state import ConsoleState
-from verdictflow.streams.settings import Settings
+from verdictflow.settings import Settings
 
 
 def fed_state(lines: list[bytes], verdicts: list[bytes]) -> ConsoleState:

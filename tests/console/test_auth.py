@@ -17,7 +17,7 @@ from verdictflow.console.app import ConsoleOptions, create_console_app
 from verdictflow.console.auth import SESSION_COOKIE
 from verdictflow.console.state import ConsoleState
 from verdictflow.dev_servers import free_port
-from verdictflow.streams.settings import Settings
+from verdictflow.settings import Settings
 
 TOKEN = "s3cret-console"
 API_TOKEN = "s3cret-api"

@@ -9,7 +9,7 @@ from tests.support.otlp_receiver import otlp_receiver
 from verdictflow.console.app import ConsoleOptions, create_console_app
 from verdictflow.console.state import ConsoleState
 from verdictflow.monitoring.otlp import VerdictOtlpExporter
-from verdictflow.streams.settings import Settings
+from verdictflow.settings import Settings
 
 
 def test_the_console_exports_each_verdict_it_reads_once(sample_verdicts: list[bytes]) -> None:

@@ -18,7 +18,7 @@ from verdictflow.evaluators.dup_index import (
     unit_rows,
 )
 from verdictflow.evaluators.policy import Policy
-from verdictflow.streams.settings import QualitySettings
+from verdictflow.settings import QualitySettings
 
 
 @pytest.mark.parametrize(

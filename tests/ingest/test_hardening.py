@@ -20,7 +20,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
 from verdictflow.ingest.app import MAX_SPANS_PER_REQUEST, MAX_SPANS_PER_TRACE, create_ingest_app
 from verdictflow.listeners import host_checked
-from verdictflow.streams.settings import Settings
+from verdictflow.settings import Settings
 
 
 class RecordingProducer:

@@ -27,8 +27,8 @@ from verdictflow.evaluators.policy import load_policy
 from verdictflow.samples.traffic import generate
 from verdictflow.scoring_jobs.replay import replay
 from verdictflow.scoring_setup import load_scoring
+from verdictflow.settings import Settings
 from verdictflow.streams.broker import EmbeddedBroker, free_port
-from verdictflow.streams.settings import Settings
 from verdictflow.streams.topics import ALL_TOPICS, full_name
 
 pytestmark = pytest.mark.broker

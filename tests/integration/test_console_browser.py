@@ -34,7 +34,7 @@ from verdictflow.scoring_jobs.drift import run_drift
 from verdictflow.scoring_jobs.eval_answers import expected_verdicts
 from verdictflow.scoring_jobs.replay import read_lines, replay
 from verdictflow.scoring_setup import load_scoring
-from verdictflow.streams.settings import Settings
+from verdictflow.settings import Settings
 from verdictflow.streams.topics import verdict_topic
 
 pytestmark = [

@@ -17,7 +17,7 @@ from verdictflow.models.verdicts import VerdictKind
 from verdictflow.scoring_jobs.drift import run_drift
 from verdictflow.scoring_jobs.ledger import run_ledger
 from verdictflow.scoring_jobs.tail import tail
-from verdictflow.streams.settings import Settings
+from verdictflow.settings import Settings
 from verdictflow.streams.topics import ALERTS, verdict_topic
 
 pytestmark = pytest.mark.broker

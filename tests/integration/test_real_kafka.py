@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.verdict_collection import check_thousand_answers
-from verdictflow.streams.settings import Settings
+from verdictflow.settings import Settings
 
 pytestmark = [pytest.mark.broker, pytest.mark.docker]
 

@@ -21,6 +21,7 @@ import pytest
 from pydantic import ValidationError
 
 from tests.support.otlp_receiver import otlp_receiver
+from verdictflow.agents.worker_app import create_app
 from verdictflow.evaluators.judge.verdicts import JudgeConfig, JudgeContext
 from verdictflow.evaluators.policy import Policy, load_policy
 from verdictflow.monitoring import otlp
@@ -31,14 +32,13 @@ from verdictflow.monitoring.otlp import (
     evaluation_event_attributes,
     logs_url,
 )
+from verdictflow.monitoring.otlp_export import OtlpExportService, OtlpOutbox
 from verdictflow.pipelines.summaries import spacy_parser
 from verdictflow.scoring_jobs.eval_answers import evaluate_answers
 from verdictflow.scoring_jobs.eval_summaries import evaluate_summaries
 from verdictflow.scoring_setup import load_scoring
-from verdictflow.streams.app import create_app
-from verdictflow.streams.otlp_export import OtlpExportService, OtlpOutbox
+from verdictflow.settings import Settings
 from verdictflow.streams.outbox import RecordingOutbox
-from verdictflow.streams.settings import Settings
 
 SAMPLE = Path(str(resources.files("verdictflow") / "samples" / "answers.jsonl"))
 NAME = "gen_ai.evaluation.name"
@@ -339,7 +339,7 @@ def test_missing_opentelemetry_packages_give_a_clear_error(monkeypatch):
 
 def test_importing_the_module_does_not_load_the_sdk():
     probe = (
-        "import sys, verdictflow.monitoring.otlp, verdictflow.streams.otlp_export; "
+        "import sys, verdictflow.monitoring.otlp, verdictflow.monitoring.otlp_export; "
         "print(any(m.startswith(('opentelemetry.sdk', 'opentelemetry.exporter')) "
         "for m in sys.modules))"
     )

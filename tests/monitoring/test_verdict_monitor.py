@@ -12,17 +12,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client import generate_latest
 
+from verdictflow.metric_labels import OTHER
 from verdictflow.models.codec import encode
 from verdictflow.models.verdicts import Decision, Verdict, VerdictKind
-from verdictflow.monitoring.verdict_monitor import OTHER, VerdictMonitor
-from verdictflow.streams.app import faust_config
+from verdictflow.monitoring.verdict_monitor import VerdictMonitor
+from verdictflow.settings import Settings
+from verdictflow.streams.faust_app import faust_config
 from verdictflow.streams.kafka_security import (
     KafkaSecurityError,
     aiokafka_security_kwargs,
     faust_credentials,
 )
 from verdictflow.streams.outbox import RecordingOutbox
-from verdictflow.streams.settings import Settings
 from verdictflow.streams.worker_metrics import MeteredOutbox, WorkerMetrics, json_string_field
 
 

@@ -10,8 +10,9 @@ import pytest
 from tests.support.paths import SHARED_DATA
 from tests.support.processes import run_verdictflow
 from verdictflow.evaluators.faithfulness_model import FaithfulnessModel, model_bytes
-from verdictflow.scoring_jobs.faithfulness_data import LabelledSet, halueval, summedits
+from verdictflow.scoring_jobs.faithfulness_data import halueval, summedits
 from verdictflow.scoring_jobs.faithfulness_training import featurise, fit, predict
+from verdictflow.scoring_jobs.labelled_sets import LabelledSet
 
 needs_data = pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="../shared/data not present")
 

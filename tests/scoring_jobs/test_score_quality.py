@@ -18,7 +18,7 @@ from verdictflow.cpesh import CpeshClient, cpesh_margins
 from verdictflow.evaluators.doc_quality import QualityConfig, cpesh_margin
 from verdictflow.evaluators.embedding import embed_texts
 from verdictflow.models.events import DocUpdate
-from verdictflow.streams.settings import CpeshSettings
+from verdictflow.settings import CpeshSettings
 
 REPLY = {
     "probe": "Which ocean is largest?",

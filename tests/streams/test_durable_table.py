@@ -8,8 +8,9 @@ import faust
 import pytest
 from faust.streams import _current_event
 
+from verdictflow.agents.worker_app import create_app
 from verdictflow.evaluators.policy import load_policy
-from verdictflow.streams.app import create_app
+from verdictflow.settings import Settings
 from verdictflow.streams.durable_table import (
     DurableWritesTable,
     StagedWrites,
@@ -17,7 +18,6 @@ from verdictflow.streams.durable_table import (
     versioned,
     writes_for,
 )
-from verdictflow.streams.settings import Settings
 from verdictflow.streams.topics import TABLE_SOURCES
 
 

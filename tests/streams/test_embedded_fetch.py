@@ -5,10 +5,10 @@ from __future__ import annotations
 import aiokafka
 import pytest
 
+from verdictflow.agents.worker_app import create_app
 from verdictflow.evaluators.policy import load_policy
-from verdictflow.streams.app import create_app
+from verdictflow.settings import Settings
 from verdictflow.streams.embedded_fetch import EMBEDDED_FETCH_WAIT_MS, EmbeddedBrokerApp
-from verdictflow.streams.settings import Settings
 
 
 async def test_aiokafka_still_reads_the_wait_from_the_attribute_we_set() -> None:

@@ -15,10 +15,10 @@ import pytest
 from faust.transport.drivers import aiokafka as faust_aiokafka
 from faust.types import TP
 
+from verdictflow.agents.worker_app import create_app
 from verdictflow.evaluators.policy import load_policy
-from verdictflow.streams.app import create_app
+from verdictflow.settings import Settings
 from verdictflow.streams.safe_commit import MAX_REREADS, SafeCommitConsumer
-from verdictflow.streams.settings import Settings
 
 TOPIC = TP("t.answers", 2)
 

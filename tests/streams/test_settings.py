@@ -3,9 +3,9 @@ from __future__ import annotations
 import pytest
 
 from verdictflow.exceptions import BrokerError, TopicNameError
+from verdictflow.settings import Settings
 from verdictflow.streams import broker as broker_mod
-from verdictflow.streams.app import faust_config
-from verdictflow.streams.settings import Settings
+from verdictflow.streams.faust_app import faust_config
 from verdictflow.streams.topics import full_name
 
 

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from verdictflow.streams.settings import Settings
+from verdictflow.settings import Settings
 
 
 def run_verdictflow(

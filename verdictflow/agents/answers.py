@@ -29,10 +29,10 @@ from verdictflow.evaluators.answer_verdicts import ScoringContext
 from verdictflow.evaluators.kinds import TIER_AGENTS, Tier
 from verdictflow.pipelines import Output
 from verdictflow.pipelines.answers import answer_outputs
+from verdictflow.settings import Settings
 from verdictflow.streams.batch_agent import batch_agent
 from verdictflow.streams.outbox import Outbox
 from verdictflow.streams.records import Record
-from verdictflow.streams.settings import Settings
 from verdictflow.streams.source_progress import SourceProgress
 
 logger = logging.getLogger(__name__)

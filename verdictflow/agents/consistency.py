@@ -28,11 +28,11 @@ import orjson
 from verdictflow.evaluators import variant_groups as vg
 from verdictflow.evaluators.answer_verdicts import ScoringContext
 from verdictflow.pipelines.groups import apply_group_message, close_message
+from verdictflow.settings import Settings
 from verdictflow.streams.batch_agent import batch_agent, per_record
 from verdictflow.streams.durable_table import StagedWrites, durable_table
 from verdictflow.streams.outbox import Outbox, send_model
 from verdictflow.streams.records import Record, key_partition
-from verdictflow.streams.settings import Settings
 from verdictflow.streams.source_progress import SourceProgress
 from verdictflow.streams.topics import CONSISTENCY_GROUPS, CONSISTENCY_TABLE, verdict_topic
 

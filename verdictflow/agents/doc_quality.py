@@ -40,11 +40,11 @@ from verdictflow.evaluators.doc_quality import QualityConfig
 from verdictflow.exceptions import InvalidEvent
 from verdictflow.models.codec import decode, encode
 from verdictflow.models.events import DocUpdate, EdgeEvent
+from verdictflow.settings import CpeshSettings, QualitySettings, Settings
 from verdictflow.streams.batch_agent import batch_agent, per_record
 from verdictflow.streams.durable_table import StagedWrites, durable_table
 from verdictflow.streams.outbox import Outbox
 from verdictflow.streams.records import Record, dead_letter
-from verdictflow.streams.settings import CpeshSettings, QualitySettings, Settings
 from verdictflow.streams.topics import (
     DEAD_LETTERS,
     DOC_QUALITY,

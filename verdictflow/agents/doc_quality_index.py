@@ -43,8 +43,8 @@ from verdictflow.evaluators.embedding import Embedder
 from verdictflow.exceptions import InvalidEvent
 from verdictflow.models.codec import decode
 from verdictflow.models.events import DocUpdate
+from verdictflow.settings import QualitySettings, Settings
 from verdictflow.streams.kafka_security import aiokafka_security_kwargs
-from verdictflow.streams.settings import QualitySettings, Settings
 from verdictflow.streams.topic_reader import assign_all
 from verdictflow.streams.topics import DOCS, full_name
 

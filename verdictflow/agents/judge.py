@@ -40,6 +40,7 @@ from verdictflow.judge.client import JudgeClient, JudgeUnavailable
 from verdictflow.models.codec import encode
 from verdictflow.models.judge import Judgement, JudgeRequest
 from verdictflow.models.verdicts import Verdict
+from verdictflow.settings import Settings
 from verdictflow.streams.batch_agent import batch_agent
 from verdictflow.streams.durable_table import (
     DurableWritesTable,
@@ -49,7 +50,6 @@ from verdictflow.streams.durable_table import (
 )
 from verdictflow.streams.outbox import Outbox
 from verdictflow.streams.records import Record
-from verdictflow.streams.settings import Settings
 from verdictflow.streams.topics import JUDGE_CACHE_TABLE, JUDGE_REQUESTS, verdict_topic
 
 logger = logging.getLogger(__name__)

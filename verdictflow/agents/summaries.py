@@ -34,10 +34,10 @@ from verdictflow.evaluators.policy import Policy
 from verdictflow.pipelines import Output
 from verdictflow.pipelines.summaries import MAX_BATCH, judge_records, spacy_parser
 from verdictflow.scoring_setup import Scoring, new_analyzer
+from verdictflow.settings import Settings
 from verdictflow.streams.batch_agent import batch_agent
 from verdictflow.streams.outbox import Outbox
 from verdictflow.streams.records import Record
-from verdictflow.streams.settings import Settings
 from verdictflow.streams.topics import SUMMARIES
 
 logger = logging.getLogger(__name__)

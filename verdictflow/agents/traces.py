@@ -41,12 +41,12 @@ from verdictflow.exceptions import InvalidEvent
 from verdictflow.models.codec import encode
 from verdictflow.models.spans import CloseTick, SpanRecord
 from verdictflow.pipelines.traces import assemble
+from verdictflow.settings import Settings
 from verdictflow.streams.batch_agent import batch_agent, per_record
 from verdictflow.streams.durable_table import StagedWrites, durable_table
 from verdictflow.streams.outbox import Outbox
 from verdictflow.streams.record_limits import MAX_RECORD_BYTES, RecordTooLarge, check_record
 from verdictflow.streams.records import Record, dead_letter
-from verdictflow.streams.settings import Settings
 from verdictflow.streams.topics import ANSWERS, DEAD_LETTERS, SPANS, TRACES_TABLE
 
 logger = logging.getLogger(__name__)

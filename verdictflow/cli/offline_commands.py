@@ -185,8 +185,9 @@ def train_faithfulness(
 ) -> None:
     """Fit the faithfulness model on human-labelled data; write its file. Point a policy's
     ``faithfulness.model`` at it (the packaged one is verdictflow/data/faithfulness_model.json)."""
-    from verdictflow.scoring_jobs.faithfulness_data import TrainingDataError, load_sets
+    from verdictflow.scoring_jobs.faithfulness_data import load_sets
     from verdictflow.scoring_jobs.faithfulness_training import train
+    from verdictflow.scoring_jobs.labelled_sets import TrainingDataError
 
     names = tuple(n.strip() for n in sets.split(",")) if sets else FAITHFULNESS_SETS
     unknown = [n for n in names if n not in FAITHFULNESS_SETS]
@@ -211,7 +212,7 @@ def schemas(
     out: Annotated[Path, typer.Option("--out", help="Output directory")] = Path("schemas"),
 ) -> None:
     """Write one JSON Schema per topic value, for consumers in other languages."""
-    from verdictflow.models.schemas import write_schemas
+    from verdictflow.scoring_jobs.topic_schemas import write_schemas
 
     for path in write_schemas(out):
         typer.echo(str(path))

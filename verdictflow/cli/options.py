@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from verdictflow.streams.settings import Settings
+from verdictflow.settings import Settings
 
 #: stderr console for progress and one-line errors (stdout carries data).
 err = Console(stderr=True)

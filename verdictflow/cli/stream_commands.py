@@ -81,8 +81,8 @@ def worker(
     completeness, the consistency agent, the summaries agent (judge verdicts, and faithfulness
     of each summary to its article) and the document-quality agents. NLP tier (group
     APP_ID-nlp): hallucination, faithfulness."""
+    from verdictflow.agents.worker_app import run_worker
     from verdictflow.listeners import check_bind
-    from verdictflow.streams.worker import run_worker
 
     setup_logging(log_level)
     settings = build_settings(

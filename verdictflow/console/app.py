@@ -48,7 +48,7 @@ from verdictflow.console.state import ALL, ConsoleLimits, ConsoleState
 from verdictflow.rerank_api.http_errors import install_error_handlers
 from verdictflow.rerank_api.schemas import SearchRequest
 from verdictflow.rerank_api.security import ApiGuard
-from verdictflow.streams.settings import Settings
+from verdictflow.settings import Settings
 
 logger = logging.getLogger(__name__)
 

@@ -23,8 +23,8 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
 from verdictflow.console.state import ConsoleState
+from verdictflow.settings import Settings
 from verdictflow.streams.admin import ensure_topics
-from verdictflow.streams.settings import Settings
 from verdictflow.streams.topic_reader import assign_all, groupless_consumer
 from verdictflow.streams.topics import (
     ALERTS,

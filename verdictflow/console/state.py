@@ -31,8 +31,9 @@ import orjson
 from verdictflow.console.highlight import Mark, segments, verdict_marks
 from verdictflow.console.window import DECISIONS, Key, KindFigures, WindowCounts, score_bin
 from verdictflow.evaluators.kinds import BY_NAME, series_name
+from verdictflow.metric_labels import LabelCap
 from verdictflow.models.events import MAX_ID_CHARS
-from verdictflow.monitoring.verdict_monitor import LabelCap, RecentIds
+from verdictflow.monitoring.verdict_monitor import RecentIds
 from verdictflow.streams.topics import ALERTS, ANSWERS, DEAD_LETTERS, DOC_QUALITY, SUMMARIES
 
 logger = logging.getLogger(__name__)

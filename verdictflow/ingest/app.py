@@ -41,8 +41,8 @@ from verdictflow.pipelines.traces import keep
 from verdictflow.rerank_api.http_errors import install_error_handlers
 from verdictflow.rerank_api.security import ApiGuard
 from verdictflow.scoring_jobs.replay import make_producer
+from verdictflow.settings import Settings
 from verdictflow.streams.admin import ensure_topics
-from verdictflow.streams.settings import Settings
 from verdictflow.streams.topics import ANSWERS, SPANS
 
 logger = logging.getLogger(__name__)

@@ -7,7 +7,7 @@ from verdictflow.exceptions import VerdictflowError
 from verdictflow.judge.backends import Backend, CrossEncoderBackend, OpenAIBackend
 from verdictflow.judge.client import JudgeClient
 from verdictflow.judge.metrics import JudgeMetrics
-from verdictflow.streams.settings import JudgeSettings
+from verdictflow.settings import JudgeSettings
 
 
 class JudgeNotConfiguredError(VerdictflowError):

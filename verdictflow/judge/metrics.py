@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from verdictflow.monitoring.verdict_monitor import LabelCap
+from verdictflow.metric_labels import LabelCap
 
 if TYPE_CHECKING:
     from verdictflow.judge.backends import Reply

@@ -31,10 +31,10 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
-from urllib.parse import urlsplit
 
 from verdictflow import __version__
 from verdictflow.exceptions import VerdictflowError
+from verdictflow.settings import http_url
 
 if TYPE_CHECKING:
     from opentelemetry.sdk._logs import LoggerProvider
@@ -161,16 +161,6 @@ def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value)
-
-
-def http_url(endpoint: str) -> str:
-    """``endpoint`` stripped, when it is an ``http(s)://host`` URL; ValueError otherwise. The
-    one check of a collector URL: settings run it at start, :func:`logs_url` before sending."""
-    url = endpoint.strip()
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"must be an http(s) URL such as http://127.0.0.1:4318, not {endpoint!r}")
-    return url
 
 
 def logs_url(endpoint: str) -> str:

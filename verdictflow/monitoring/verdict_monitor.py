@@ -31,36 +31,16 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from verdictflow.evaluators.kinds import KINDS
 from verdictflow.listeners import serve_metrics
+from verdictflow.metric_labels import NONE, LabelCap
 from verdictflow.models.verdicts import Decision, VerdictKind
 from verdictflow.scoring_jobs.tail import tail
-from verdictflow.streams.settings import Settings
+from verdictflow.settings import Settings
 from verdictflow.streams.topics import VERDICT_TOPICS
 
 logger = logging.getLogger(__name__)
 
 UNIT_SCORE_BUCKETS = tuple(round(0.1 * i, 1) for i in range(1, 11))
 JUDGE_SCORE_BUCKETS = tuple(float(i) for i in range(1, 11))
-OTHER = "other"
-NONE = "none"
-
-
-class LabelCap:
-    """Keeps the first ``limit`` distinct values; later ones map to ``other``."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.known: set[str] = set()
-
-    def __call__(self, value: Any) -> str:
-        if value is None or value == "":
-            return NONE
-        text = str(value)[:100]
-        if text in self.known:
-            return text
-        if len(self.known) < self.limit:
-            self.known.add(text)
-            return text
-        return OTHER
 
 
 class RecentIds:

@@ -55,7 +55,7 @@ from verdictflow.rerank_api.schemas import (
 )
 from verdictflow.rerank_api.security import install_guards
 from verdictflow.rerank_api.settings import ApiSettings
-from verdictflow.streams.settings import Settings
+from verdictflow.settings import Settings
 
 logger = logging.getLogger(__name__)
 

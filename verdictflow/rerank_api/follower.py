@@ -34,9 +34,9 @@ from verdictflow.models import DocQuality, DocUpdate
 from verdictflow.models.codec import decode
 from verdictflow.rerank_api.metrics import ApiMetrics
 from verdictflow.rerank_api.retriever import ApplyCounts, Retriever
+from verdictflow.settings import Settings
 from verdictflow.streams.admin import ensure_topics
 from verdictflow.streams.kafka_security import aiokafka_security_kwargs
-from verdictflow.streams.settings import Settings
 from verdictflow.streams.topic_reader import assign_all
 from verdictflow.streams.topics import DOC_QUALITY, DOCS, full_name
 

@@ -12,7 +12,7 @@ import uvicorn
 from verdictflow.listeners import host_checked
 from verdictflow.rerank_api.app import create_app
 from verdictflow.rerank_api.settings import ApiSettings
-from verdictflow.streams.settings import Settings
+from verdictflow.settings import Settings
 
 
 def serve(api: ApiSettings, streams: Settings | None, log_level: str = "info") -> None:

@@ -1,6 +1,6 @@
 """Settings of the ``/search`` service, read once at the entry point and passed in.
 
-The broker, topic prefix and other stream knobs stay in :mod:`verdictflow.streams.settings`;
+The broker, topic prefix and other stream knobs stay in :mod:`verdictflow.settings`;
 these are the API's own (env prefix ``VERDICTFLOW_API_``), plus the spec's blend weights under
 their spec names ``LNSP_W_COS`` and ``LNSP_W_QUALITY``.
 """

@@ -26,8 +26,8 @@ from verdictflow.models.codec import encode
 from verdictflow.models.verdicts import Verdict
 from verdictflow.scoring_jobs.replay import make_producer
 from verdictflow.scoring_jobs.tail import tail
+from verdictflow.settings import Settings
 from verdictflow.streams.admin import ensure_topics
-from verdictflow.streams.settings import Settings
 from verdictflow.streams.topics import ALERTS, verdict_topic
 
 logger = logging.getLogger(__name__)

@@ -20,54 +20,19 @@ model says exactly which data it was fitted on.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
-from verdictflow.exceptions import VerdictflowError
+from verdictflow.digests import file_digest
 from verdictflow.models.events import AnswerEvent
+from verdictflow.scoring_jobs.labelled_sets import LabelledSet, require
 
 SUMMEDITS_DOMAINS = ("news", "podcast", "samsum", "scitldr")
 
 
-class TrainingDataError(VerdictflowError):
-    """A data set the faithfulness model needs is missing or malformed."""
-
-
-@dataclass(frozen=True)
-class LabelledSet:
-    """Events with human targets in [0, 1], and where they came from."""
-
-    name: str
-    events: tuple[AnswerEvent, ...]
-    targets: tuple[float, ...]
-    splits: tuple[str, ...]  # SummEdits: evaluation / test; other sets: "all"
-    groups: tuple[str, ...]  # SummEval: the article id; other sets: the event id
-    files: dict[str, str]  # file name -> SHA-256 of its bytes
-
-    @property
-    def source(self) -> str:
-        """The data set it comes from (``summedits``, ``halueval``, ``qags``, ``summeval``,
-        ``perturbations``): training gives every source the same weight, shared by its sets."""
-        return self.name.split("-", 1)[0]
-
-
-def _digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _require(path: Path) -> Path:
-    if not path.is_file():
-        raise TrainingDataError(
-            f"{path} not found: point --data at the shared data folder (../shared/data)"
-        )
-    return path
-
-
 def summedits(data: Path, domain: str) -> LabelledSet:
-    path = _require(data / "summedits" / f"summedits_{domain}.json")
+    path = require(data / "summedits" / f"summedits_{domain}.json")
     rows = [r for r in json.loads(path.read_text("utf-8")) if not str(r["id"]).endswith("_og")]
     return LabelledSet(
         name=f"summedits-{domain}",
@@ -78,12 +43,12 @@ def summedits(data: Path, domain: str) -> LabelledSet:
         targets=tuple(float(r["label"]) for r in rows),
         splits=tuple(str(r["split"]) for r in rows),
         groups=tuple(str(r["id"]) for r in rows),
-        files={path.name: _digest(path)},
+        files={path.name: file_digest(path)},
     )
 
 
 def halueval(data: Path) -> LabelledSet:
-    path = _require(data / "halueval" / "qa_data_first1000.json")
+    path = require(data / "halueval" / "qa_data_first1000.json")
     events, targets = [], []
     for i, line in enumerate(path.read_text("utf-8").splitlines()):
         row = json.loads(line)
@@ -103,12 +68,12 @@ def halueval(data: Path) -> LabelledSet:
         tuple(targets),
         ("all",) * len(events),
         tuple(e.id for e in events),
-        {path.name: _digest(path)},
+        {path.name: file_digest(path)},
     )
 
 
 def qags(data: Path, split: str) -> LabelledSet:
-    path = _require(data / "qags" / f"mturk_{split}.jsonl")
+    path = require(data / "qags" / f"mturk_{split}.jsonl")
     events, targets = [], []
     for i, line in enumerate(path.read_text("utf-8").splitlines()):
         row = json.loads(line)
@@ -128,12 +93,12 @@ def qags(data: Path, split: str) -> LabelledSet:
         tuple(targets),
         ("all",) * len(events),
         tuple(e.id for e in events),
-        {path.name: _digest(path)},
+        {path.name: file_digest(path)},
     )
 
 
 def summeval(data: Path) -> LabelledSet:
-    path = _require(data / "summeval" / "summeval_pairs.jsonl")
+    path = require(data / "summeval" / "summeval_pairs.jsonl")
     rows = [json.loads(line) for line in path.read_text("utf-8").splitlines()]
     return LabelledSet(
         "summeval",
@@ -148,7 +113,7 @@ def summeval(data: Path) -> LabelledSet:
         tuple((float(r["consistency"]) - 1.0) / 4.0 for r in rows),
         ("all",) * len(rows),
         tuple(str(r["doc_id"]) for r in rows),
-        {path.name: _digest(path)},
+        {path.name: file_digest(path)},
     )
 
 

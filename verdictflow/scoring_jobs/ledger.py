@@ -27,7 +27,7 @@ from pydantic import ValidationError
 
 from verdictflow.models.verdicts import Verdict
 from verdictflow.scoring_jobs.tail import tail
-from verdictflow.streams.settings import Settings
+from verdictflow.settings import Settings
 from verdictflow.streams.topics import VERDICT_TOPICS
 
 logger = logging.getLogger(__name__)

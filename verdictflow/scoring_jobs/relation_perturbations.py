@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from verdictflow.digests import file_digest
 from verdictflow.evaluators.relation_frames import (
     AMOUNT_LABELS,
     LIGHT_VERBS,
@@ -42,7 +43,7 @@ from verdictflow.evaluators.relation_frames import (
     values_of,
 )
 from verdictflow.models.events import AnswerEvent
-from verdictflow.scoring_jobs.faithfulness_data import LabelledSet, _digest, _require
+from verdictflow.scoring_jobs.labelled_sets import LabelledSet, require
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +68,7 @@ def _documents(data: Path) -> Iterator[str]:
     """HaluEval's responses first (names, roles), then SciFact's abstracts (numbers,
     comparisons), up to :data:`MAX_DOCUMENTS` in all."""
     taken = 0
-    with _require(data / "halueval" / "general_data.json").open(encoding="utf-8") as lines:
+    with require(data / "halueval" / "general_data.json").open(encoding="utf-8") as lines:
         for line in lines:  # one object per line
             if taken >= MAX_DOCUMENTS // 2:
                 break
@@ -76,7 +77,7 @@ def _documents(data: Path) -> Iterator[str]:
             if row["hallucination"] == "no" and len(text) >= 200:
                 taken += 1
                 yield text
-    with _require(data / "scifact_beir" / "corpus.jsonl").open(encoding="utf-8") as lines:
+    with require(data / "scifact_beir" / "corpus.jsonl").open(encoding="utf-8") as lines:
         for line in lines:
             if taken >= MAX_DOCUMENTS:
                 break
@@ -208,8 +209,8 @@ def relation_perturbations(data: Path, nlp: Any) -> LabelledSet:
                 break  # one perturbation per sentence
     logger.info("relation perturbations: %s", counts)
     files = {
-        "corpus.jsonl": _digest(data / "scifact_beir" / "corpus.jsonl"),
-        "general_data.json": _digest(data / "halueval" / "general_data.json"),
+        "corpus.jsonl": file_digest(data / "scifact_beir" / "corpus.jsonl"),
+        "general_data.json": file_digest(data / "halueval" / "general_data.json"),
     }
     return LabelledSet(
         "perturbations-relations",

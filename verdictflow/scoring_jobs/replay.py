@@ -23,9 +23,9 @@ import orjson
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import MessageSizeTooLargeError, RecordTooLargeError
 
+from verdictflow.settings import Settings
 from verdictflow.streams.admin import ensure_topics
 from verdictflow.streams.kafka_security import aiokafka_security_kwargs
-from verdictflow.streams.settings import Settings
 from verdictflow.streams.topics import full_name
 
 logger = logging.getLogger(__name__)

@@ -19,11 +19,11 @@ import typer
 from rich.console import Console
 from rich.progress import Progress
 
+from verdictflow.digests import file_digest
 from verdictflow.outputs import Outputs, check_outputs
 from verdictflow.scoring_jobs.rq_inputs import (
     Document,
     RQInputError,
-    file_digest,
     read_corpus,
     read_qrels,
     read_queries,

@@ -37,8 +37,9 @@ import orjson
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from verdictflow.digests import file_digest
 from verdictflow.rerank_api.blend import Fusion
-from verdictflow.scoring_jobs.rq_inputs import RQInputError, file_digest
+from verdictflow.scoring_jobs.rq_inputs import RQInputError
 
 Weight = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 #: score-quality's default ``--out-jsonl``.

@@ -11,7 +11,6 @@ The format is recognised from the content, not the file name. Every problem is a
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,15 +27,6 @@ class RQInputError(VerdictflowError):
 class Document:
     doc_id: str
     text: str
-
-
-def file_digest(path: Path) -> str:
-    """SHA-256 of a file's bytes."""
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _lines(path: Path) -> list[tuple[int, str]]:

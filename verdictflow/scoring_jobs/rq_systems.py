@@ -32,6 +32,7 @@ import httpx
 import numpy as np
 import numpy.typing as npt
 
+from verdictflow.digests import file_digest
 from verdictflow.embedders import make_embedder
 from verdictflow.evaluators.embedding import Embedder
 from verdictflow.evaluators.retrieval_metrics import rank_by_score
@@ -41,7 +42,7 @@ from verdictflow.rerank_api.blend import Weights
 from verdictflow.rerank_api.retriever import DocMeta, Retriever, SearchLimits
 from verdictflow.rerank_api.vector_index import IndexConfig
 from verdictflow.scoring_jobs.rq_config import LoadedConfig, RetrieverConfig
-from verdictflow.scoring_jobs.rq_inputs import Document, RQInputError, file_digest
+from verdictflow.scoring_jobs.rq_inputs import Document, RQInputError
 from verdictflow.scoring_jobs.trec_io import TrecFormatError, read_trec_run
 
 logger = logging.getLogger(__name__)

@@ -215,7 +215,7 @@ class EmbedderChoice(StrEnum):
 def _embedder(name: str) -> Embedder:
     """The docs agent's embedder by that name, at its dimension and model directory."""
     from verdictflow.embedders import make_embedder
-    from verdictflow.streams.settings import QualitySettings
+    from verdictflow.settings import QualitySettings
 
     settings = QualitySettings()
     return make_embedder(name, settings.dim, settings.embed_model_dir)
@@ -302,7 +302,7 @@ def score_quality(
     margins = None
     if use_cpesh:
         from verdictflow.cpesh import cpesh_margins
-        from verdictflow.streams.settings import CpeshSettings
+        from verdictflow.settings import CpeshSettings
 
         margins = asyncio.run(cpesh_margins(corpus.texts, CpeshSettings(), embed_with))
         deferred = sum(1 for m, _ in margins if m is None)

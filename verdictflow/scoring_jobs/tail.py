@@ -9,8 +9,8 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 
+from verdictflow.settings import Settings
 from verdictflow.streams.admin import ensure_topics
-from verdictflow.streams.settings import Settings
 from verdictflow.streams.topic_reader import assign_all, groupless_consumer
 from verdictflow.streams.topics import full_name
 

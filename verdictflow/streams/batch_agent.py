@@ -33,12 +33,12 @@ from aiokafka.errors import KafkaError
 
 from verdictflow.exceptions import InvalidEvent
 from verdictflow.models.codec import encode
+from verdictflow.settings import Settings
 from verdictflow.streams.durable_table import StagedWrites, writes_for
 from verdictflow.streams.fatal import stop_without_commit
 from verdictflow.streams.outbox import Outbox
 from verdictflow.streams.record_limits import RecordTooLarge
 from verdictflow.streams.records import Record, dead_letter
-from verdictflow.streams.settings import Settings
 from verdictflow.streams.topics import DEAD_LETTERS
 
 logger = logging.getLogger(__name__)

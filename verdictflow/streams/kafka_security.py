@@ -14,7 +14,7 @@ from typing import Any
 from aiokafka.helpers import create_ssl_context
 
 from verdictflow.exceptions import VerdictflowError
-from verdictflow.streams.settings import Settings
+from verdictflow.settings import Settings
 
 
 class KafkaSecurityError(VerdictflowError):

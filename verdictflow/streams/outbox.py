@@ -12,9 +12,9 @@ from mode import Service
 from pydantic import BaseModel
 
 from verdictflow.models.codec import encode
+from verdictflow.settings import Settings
 from verdictflow.streams.kafka_security import aiokafka_security_kwargs
 from verdictflow.streams.record_limits import check_record
-from verdictflow.streams.settings import Settings
 from verdictflow.streams.topics import DEAD_LETTERS, DOC_QUALITY, VERDICT_TOPICS
 
 #: Topics no Faust table recovers from (read by monitoring consumers, the retriever's follower

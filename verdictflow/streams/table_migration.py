@@ -35,10 +35,10 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
 from verdictflow.exceptions import VerdictflowError
+from verdictflow.settings import Settings
 from verdictflow.streams.durable_table import TABLE_LAYOUT, versioned
 from verdictflow.streams.kafka_security import aiokafka_security_kwargs
 from verdictflow.streams.records import key_partition
-from verdictflow.streams.settings import Settings
 from verdictflow.streams.topic_reader import read_whole_topic
 from verdictflow.streams.topics import LAYOUT1_TABLES
 

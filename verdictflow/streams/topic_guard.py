@@ -18,9 +18,9 @@ from typing import Any
 
 from aiokafka.admin import AIOKafkaAdminClient
 
+from verdictflow.settings import Settings
 from verdictflow.streams.admin import ensure_topics
 from verdictflow.streams.kafka_security import aiokafka_security_kwargs
-from verdictflow.streams.settings import Settings
 from verdictflow.streams.topics import ALL_TOPICS, full_name
 
 logger = logging.getLogger(__name__)

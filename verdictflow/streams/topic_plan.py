@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
+from verdictflow.settings import Settings
 from verdictflow.streams.kafka_security import aiokafka_security_kwargs
-from verdictflow.streams.settings import Settings
 from verdictflow.streams.topics import (
     ALERTS,
     ALL_TOPICS,

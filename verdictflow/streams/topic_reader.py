@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from verdictflow.settings import Settings
 from verdictflow.streams.kafka_security import aiokafka_security_kwargs
-from verdictflow.streams.settings import Settings
 
 
 async def partitions_for(

@@ -1,7 +1,11 @@
-"""The Faust app factory: one app, its topics and tables, and the agents registered on it."""
+"""The worker's composition root: one Faust app per tier, its topics and tables, and each
+tier's agents registered on it (:func:`create_apps`), and the worker that runs them
+(:func:`run_worker`). Nothing below ``agents/`` imports it: ``streams/`` is the Kafka and
+Faust plumbing these apps are built from."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -10,71 +14,30 @@ from typing import Any, cast
 
 import faust
 
+from verdictflow.embedders import make_embedder
 from verdictflow.evaluators.doc_quality import QualityConfig
 from verdictflow.evaluators.kinds import Tier
-from verdictflow.evaluators.policy import Policy
+from verdictflow.evaluators.policy import Policy, load_policy
+from verdictflow.monitoring.otlp_export import OtlpExportService, OtlpOutbox
 from verdictflow.scoring_setup import Scoring, load_scoring
+from verdictflow.settings import CpeshSettings, JudgeSettings, QualitySettings, Settings
 from verdictflow.streams import topic_guard
-from verdictflow.streams.durable_table import DurableWritesTable
+from verdictflow.streams.admin import ensure_topics
+from verdictflow.streams.broker import wait_for_kafka
 from verdictflow.streams.embedded_fetch import EmbeddedBrokerApp
-from verdictflow.streams.kafka_security import aiokafka_security_kwargs, faust_credentials
-from verdictflow.streams.otlp_export import OtlpExportService, OtlpOutbox
+from verdictflow.streams.faust_app import declare_topics, faust_config
+from verdictflow.streams.kafka_security import aiokafka_security_kwargs
 from verdictflow.streams.outbox import FaustOutbox, Outbox, OutputProducer
 from verdictflow.streams.safe_commit import SafeCommitApp, SafeCommitConsumer
-from verdictflow.streams.settings import CpeshSettings, JudgeSettings, QualitySettings, Settings
 from verdictflow.streams.source_progress import SourceProgress
 from verdictflow.streams.stall_watch import StallWatch
+from verdictflow.streams.table_migration import check_table_layout
 from verdictflow.streams.topic_plan import topic_plan
-from verdictflow.streams.topics import ALL_TOPICS, DEAD_LETTERS, full_name
+from verdictflow.streams.topics import DEAD_LETTERS, full_name
+from verdictflow.streams.worker import BoundedShutdownWorker, disable_spinner
 from verdictflow.streams.worker_metrics import MeteredOutbox, WorkerMetrics
 
 logger = logging.getLogger(__name__)
-
-
-def faust_config(settings: Settings) -> dict[str, Any]:
-    """Faust settings. The embedded-broker profile adds the Tansu workarounds (see
-    docs/embedded-broker.md)."""
-    conf: dict[str, Any] = {
-        "broker": settings.broker,
-        "store": settings.store,
-        "datadir": str(settings.data_dir / settings.app_id),
-        "topic_partitions": settings.partitions,
-        "topic_replication_factor": settings.replication_factor,
-        "processing_guarantee": "at_least_once",
-        "consumer_auto_offset_reset": "earliest",
-        "web_enabled": settings.web_enabled,
-        "web_port": settings.web_port,
-        "autodiscover": False,
-        "table_standby_replicas": 0 if settings.embedded else 1,
-        "Table": DurableWritesTable,  # agents await table writes before acking (durable_table)
-    }
-    credentials = faust_credentials(settings)
-    if credentials is not None:
-        conf["broker_credentials"] = credentials
-    if settings.embedded:
-        # Tansu reports a wrong end offset when a partition's last batch holds several records,
-        # which breaks table recovery; one record per batch avoids it. Short session timeouts
-        # make a worker ready in ~4 s instead of ~30 s on a single-node dev broker.
-        conf.update(
-            producer_max_batch_size=1, broker_session_timeout=6, broker_heartbeat_interval=1
-        )
-    return conf
-
-
-def declare_topics(app: faust.App, settings: Settings) -> dict[str, Any]:
-    """Faust topic objects for every registry topic, raw bytes in and out (we decode ourselves,
-    so a malformed record reaches our dead-letter path instead of Faust's codec errors)."""
-    return {
-        short: app.topic(
-            full_name(short, settings.topic_prefix),
-            key_type=bytes,
-            value_type=bytes,
-            key_serializer="raw",
-            value_serializer="raw",
-            partitions=settings.partitions,
-        )
-        for short in ALL_TOPICS
-    }
 
 
 def tier_app_id(settings: Settings, tier: Tier) -> str:
@@ -108,7 +71,7 @@ def create_app(
     document-quality agents run and reach the LLM (from the environment when not given; what
     they score with is the policy's ``doc_quality``). ``settings.otlp_endpoint``: every
     verdict this app delivers is also exported as an OpenTelemetry event
-    (:mod:`verdictflow.streams.otlp_export`), whatever the outbox.
+    (:mod:`verdictflow.monitoring.otlp_export`), whatever the outbox.
     """
     from verdictflow.agents import answers, consistency, doc_quality, summaries, traces
 
@@ -274,3 +237,44 @@ def _register_lag_timer(
             metrics.update_consumer(group, cast(SafeCommitConsumer, app.consumer))
         except Exception as exc:  # metrics must never stop a worker
             logger.debug("lag metrics not updated: %s", exc)
+
+
+def run_worker(settings: Settings) -> None:
+    """Validate the policy, declare topics, then run the worker until it is stopped.
+
+    A malformed policy raises :class:`~verdictflow.exceptions.PolicyError` before anything
+    connects, so a bad rollout fails at start instead of gating traffic with wrong thresholds;
+    table state of an older changelog layout raises
+    :class:`~verdictflow.streams.table_migration.TableLayoutError` until it is migrated.
+    """
+    policy = load_policy(settings.policy)
+    if settings.tier == "judge" and not JudgeSettings().configured:
+        from verdictflow.judge.factory import make_backend
+
+        make_backend(JudgeSettings())  # raises JudgeNotConfiguredError: one line, exit 2
+    if settings.tier in ("lexical", "all"):  # the docs agent's embedder fails before connecting
+        quality = QualitySettings()
+        make_embedder(quality.embedder, quality.dim, quality.embed_model_dir)
+    asyncio.run(_prepare(settings))
+    asyncio.set_event_loop(asyncio.new_event_loop())
+    metrics = None
+    if settings.metrics_port:
+        metrics = WorkerMetrics(settings.topic_prefix)
+        metrics.serve(settings.metrics_port, settings.metrics_host, settings.metrics_secret)
+    # One app per tier (its own consumer group); the first runs the worker, the others are
+    # started and stopped with it, in the same event loop.
+    first, *others = create_apps(settings, policy, metrics=metrics)
+    worker = BoundedShutdownWorker(
+        first, *others, loglevel=settings.log_level, quiet=True, redirect_stdouts=False
+    )
+    worker.shutdown_seconds = settings.shutdown_seconds
+    disable_spinner(worker)
+    worker.execute_from_commandline()
+
+
+async def _prepare(settings: Settings) -> None:
+    await wait_for_kafka(
+        settings.bootstrap_servers, timeout=60, security=aiokafka_security_kwargs(settings)
+    )
+    await check_table_layout(settings)  # before Faust creates empty layout-2 changelogs
+    await ensure_topics(settings)

@@ -16,9 +16,17 @@ from urllib.parse import urlsplit
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from verdictflow.monitoring.otlp import http_url  # the mapping only: no OpenTelemetry import
-
 DEFAULT_BROKER = "kafka://127.0.0.1:9092"
+
+
+def http_url(endpoint: str) -> str:
+    """``endpoint`` stripped, when it is an ``http(s)://host`` URL; ValueError otherwise. The
+    one check of a collector URL: settings run it at start, :func:`logs_url` before sending."""
+    url = endpoint.strip()
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"must be an http(s) URL such as http://127.0.0.1:4318, not {endpoint!r}")
+    return url
 
 
 class Settings(BaseSettings):
