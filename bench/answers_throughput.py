@@ -38,10 +38,10 @@ import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from verdictflow.samples.traffic import generate
-from verdictflow.scoring_jobs.replay import replay
 from verdictflow.settings import Settings
 from verdictflow.streams.admin import ensure_topics
 from verdictflow.streams.broker import EmbeddedBroker
+from verdictflow.streams.replay import replay
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -22,9 +22,9 @@ import orjson
 
 from verdictflow.evaluators.policy import Policy
 from verdictflow.models.verdicts import Decision
-from verdictflow.scoring_jobs import calibrate as cal
-from verdictflow.scoring_jobs.calibration_kinds import BatchScorer, batch_scorer
-from verdictflow.scoring_jobs.calibration_report import write_report
+from verdictflow.scoring_jobs.calibration import calibrate as cal
+from verdictflow.scoring_jobs.calibration.kinds import BatchScorer, batch_scorer
+from verdictflow.scoring_jobs.calibration.report import write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data" / "halueval" / "qa_data_first1000.json"

@@ -42,12 +42,12 @@ from verdictflow.console.follower import CONSOLE_TOPICS
 from verdictflow.dev import sample_path
 from verdictflow.dev_servers import start_server
 from verdictflow.evaluators.policy import load_policy
-from verdictflow.scoring_jobs.eval_answers import expected_verdicts
-from verdictflow.scoring_jobs.replay import read_lines
+from verdictflow.scoring_jobs.batch.eval_answers import expected_verdicts
 from verdictflow.scoring_setup import load_scoring
 from verdictflow.settings import Settings
 from verdictflow.streams.admin import ensure_topics
 from verdictflow.streams.broker import EmbeddedBroker
+from verdictflow.streams.replay import read_lines
 from verdictflow.streams.topic_reader import assign_all, groupless_consumer
 
 FILLER = (

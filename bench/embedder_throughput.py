@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from answers_throughput import machine
 
 from verdictflow.embedders import NeuralEmbedder, packaged_model_dir
-from verdictflow.scoring_jobs.rq_inputs import read_corpus, read_queries
+from verdictflow.scoring_jobs.retrieval_eval.inputs import read_corpus, read_queries
 
 DATA = Path(__file__).resolve().parents[2] / "shared/data/scifact_beir"
 

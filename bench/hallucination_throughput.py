@@ -33,9 +33,9 @@ from answers_throughput import fresh_settings, machine, run_process
 
 from verdictflow.evaluators.answer_analysis import COMPONENTS
 from verdictflow.nlp import load_pipeline, pipeline_version
-from verdictflow.scoring_jobs.replay import replay
 from verdictflow.streams.admin import ensure_topics
 from verdictflow.streams.broker import EmbeddedBroker
+from verdictflow.streams.replay import replay
 
 ROOT = Path(__file__).resolve().parent.parent
 

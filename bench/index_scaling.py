@@ -127,7 +127,7 @@ def synthetic(sizes: list[int], api: ApiSettings) -> None:
 def scifact_vectors() -> tuple[list[str], np.ndarray, np.ndarray, list[str], dict]:
     """Document ids, their vectors, the test claims' vectors, claim ids, qrels."""
     from verdictflow.embedders import cache_dir, make_embedder
-    from verdictflow.scoring_jobs.rq_inputs import read_corpus, read_qrels, read_queries
+    from verdictflow.scoring_jobs.retrieval_eval.inputs import read_corpus, read_qrels, read_queries
 
     corpus = read_corpus(DATA / "corpus.jsonl")
     qrels = read_qrels(DATA / "qrels/test.tsv")
@@ -200,7 +200,7 @@ def scifact(api: ApiSettings) -> None:
 
 def encoders_section(ids: list[str], vectors: np.ndarray, queries: list[str], qrels: dict) -> None:
     from verdictflow.evaluators.retrieval_metrics import ndcg_at_k
-    from verdictflow.scoring_jobs.rq_inputs import read_queries
+    from verdictflow.scoring_jobs.retrieval_eval.inputs import read_queries
 
     texts_by_id = read_queries(DATA / "queries.jsonl")
     texts = [texts_by_id[q] for q in queries]

@@ -28,10 +28,10 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Sp
 
 from verdictflow.dev_servers import start_server, stop_server
 from verdictflow.ingest.otlp import spans_of
-from verdictflow.scoring_jobs.replay import make_producer
-from verdictflow.scoring_jobs.tail import tail
 from verdictflow.streams.admin import ensure_topics
 from verdictflow.streams.broker import EmbeddedBroker
+from verdictflow.streams.replay import make_producer
+from verdictflow.streams.tail import tail
 
 NILE = "The Nile is 6,650 km long. " * 8
 AMAZON = "The Amazon is 6,400 km long. " * 8

@@ -36,8 +36,12 @@ from sklearn.metrics import roc_auc_score
 
 from verdictflow.evaluators.faithfulness_model import load_model
 from verdictflow.evaluators.policy import Policy
-from verdictflow.scoring_jobs.faithfulness_data import LOADERS, SUMMEDITS_DOMAINS, load_sets
-from verdictflow.scoring_jobs.faithfulness_training import (
+from verdictflow.scoring_jobs.training.faithfulness_data import (
+    LOADERS,
+    SUMMEDITS_DOMAINS,
+    load_sets,
+)
+from verdictflow.scoring_jobs.training.faithfulness_training import (
     Featurised,
     balanced_accuracy,
     featurise,

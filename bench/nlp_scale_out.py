@@ -23,9 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from answers_throughput import fresh_settings, machine, output_span, run_process, worker_cmd
 
 from verdictflow.samples.traffic import generate
-from verdictflow.scoring_jobs.replay import replay
 from verdictflow.streams.admin import ensure_topics
 from verdictflow.streams.broker import EmbeddedBroker
+from verdictflow.streams.replay import replay
 
 
 def nlp_rate(lines: list[bytes], workers: int, partitions: int, tmp: Path) -> float:

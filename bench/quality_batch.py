@@ -20,7 +20,7 @@ from answers_throughput import machine
 
 from verdictflow.evaluators.doc_quality import QualityConfig
 from verdictflow.evaluators.dup_index import unit_rows
-from verdictflow.scoring_jobs.score_quality import Corpus, score_corpus
+from verdictflow.scoring_jobs.batch.score_quality import Corpus, score_corpus
 
 
 def corpus(n: int, dim: int = 384, seed: int = 0) -> Corpus:

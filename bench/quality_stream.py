@@ -30,11 +30,11 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from answers_throughput import fresh_settings, machine, output_span, raw_loop, run_process
 
 from verdictflow.samples.doc_corpus import WORDS
-from verdictflow.scoring_jobs.replay import make_producer, replay
 from verdictflow.settings import Settings
 from verdictflow.streams.admin import ensure_topics
 from verdictflow.streams.broker import EmbeddedBroker
 from verdictflow.streams.embedded_fetch import EMBEDDED_FETCH_WAIT_MS
+from verdictflow.streams.replay import make_producer, replay
 from verdictflow.streams.topic_reader import assign_all
 
 

@@ -42,10 +42,10 @@ from verdictflow.evaluators.policy import Policy
 from verdictflow.models.codec import encode
 from verdictflow.models.events import AnswerEvent
 from verdictflow.nlp import load_pipeline
-from verdictflow.scoring_jobs.replay import replay
 from verdictflow.scoring_setup import load_scoring
 from verdictflow.streams.admin import ensure_topics
 from verdictflow.streams.broker import EmbeddedBroker
+from verdictflow.streams.replay import replay
 
 ROOT = Path(__file__).resolve().parent.parent
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")

@@ -33,12 +33,12 @@ import orjson
 
 from verdictflow.evaluators.policy import load_policy
 from verdictflow.samples.traffic import generate
-from verdictflow.scoring_jobs.eval_answers import expected_verdicts
-from verdictflow.scoring_jobs.replay import replay
-from verdictflow.scoring_jobs.tail import tail
+from verdictflow.scoring_jobs.batch.eval_answers import expected_verdicts
 from verdictflow.scoring_setup import load_scoring
 from verdictflow.settings import Settings
 from verdictflow.streams.broker import EmbeddedBroker
+from verdictflow.streams.replay import replay
+from verdictflow.streams.tail import tail
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from answers_throughput import machine

@@ -22,7 +22,7 @@ from pathlib import Path
 from verdictflow.evaluators.answer_analysis import AnswerAnalyzer
 from verdictflow.lexicon import LazyLexicon
 from verdictflow.nlp import load_pipeline
-from verdictflow.scoring_jobs.faithfulness_data import halueval, qags
+from verdictflow.scoring_jobs.training.faithfulness_data import halueval, qags
 
 ROOT = Path(__file__).resolve().parents[1]
 

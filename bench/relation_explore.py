@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from verdictflow.nlp import load_pipeline
-from verdictflow.scoring_jobs.faithfulness_data import halueval
+from verdictflow.scoring_jobs.training.faithfulness_data import halueval
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBE = ROOT / "tests/data/relation_swaps.jsonl"

@@ -28,9 +28,9 @@ from verdictflow.evaluators.retrieval_metrics import (
     rank_by_score,
     recall_at_k,
 )
-from verdictflow.scoring_jobs.rq_eval import evaluate, report_json
-from verdictflow.scoring_jobs.rq_inputs import read_corpus, read_qrels
-from verdictflow.scoring_jobs.rq_systems import System
+from verdictflow.scoring_jobs.retrieval_eval.inputs import read_corpus, read_qrels
+from verdictflow.scoring_jobs.retrieval_eval.rq_eval import evaluate, report_json
+from verdictflow.scoring_jobs.retrieval_eval.systems import System
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "scifact_beir"
 K = 1000

@@ -22,7 +22,7 @@ from verdictflow.evaluators.retrieval_metrics import macro_average, ndcg_at_k, r
 from verdictflow.rerank_api.blend import Weights
 from verdictflow.rerank_api.retriever import DocMeta, Retriever, SearchLimits
 from verdictflow.rerank_api.vector_index import IndexConfig
-from verdictflow.scoring_jobs.rq_inputs import read_corpus, read_qrels, read_queries
+from verdictflow.scoring_jobs.retrieval_eval.inputs import read_corpus, read_qrels, read_queries
 
 ROOT = Path(__file__).resolve().parent.parent
 

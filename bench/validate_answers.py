@@ -30,7 +30,7 @@ from verdictflow.evaluators.answer_batch import score_answers
 from verdictflow.evaluators.answer_verdicts import ScoringContext, score_groundedness
 from verdictflow.evaluators.policy import Policy
 from verdictflow.models.events import AnswerEvent
-from verdictflow.scoring_jobs.faithfulness_data import halueval, qags
+from verdictflow.scoring_jobs.training.faithfulness_data import halueval, qags
 from verdictflow.scoring_setup import Scoring, load_scoring
 
 ROOT = Path(__file__).resolve().parent.parent

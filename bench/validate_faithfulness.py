@@ -41,8 +41,12 @@ from sklearn.metrics import roc_auc_score
 from verdictflow.evaluators.faithfulness import faithfulness_signals
 from verdictflow.evaluators.faithfulness_signals import SIGNAL_NAMES
 from verdictflow.evaluators.policy import Policy
-from verdictflow.scoring_jobs.faithfulness_data import LOADERS, SUMMEDITS_DOMAINS, load_sets
-from verdictflow.scoring_jobs.faithfulness_training import (
+from verdictflow.scoring_jobs.training.faithfulness_data import (
+    LOADERS,
+    SUMMEDITS_DOMAINS,
+    load_sets,
+)
+from verdictflow.scoring_jobs.training.faithfulness_training import (
     Featurised,
     balanced_accuracy,
     featurise,

@@ -1,6 +1,7 @@
 """``python scripts/rq_eval.py ...``: the retrieval A/B harness under the name spec 001 gives it.
 
-The same as ``verdictflow rq-eval ...`` (:mod:`verdictflow.scoring_jobs.rq_command`); kept as a
+The same as ``verdictflow rq-eval ...``
+(:mod:`verdictflow.scoring_jobs.retrieval_eval.command`); kept as a
 script so the scoring job itself never imports the command line.
 """
 

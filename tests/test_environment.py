@@ -46,7 +46,7 @@ def test_policy_change_and_environment_are_visible_in_every_verdict(tmp_path):
     # A separate process (the offline eval) computes the same hash, and the same bytes as
     # this process does.
     from verdictflow.models.codec import encode
-    from verdictflow.scoring_jobs.eval_answers import evaluate_answers
+    from verdictflow.scoring_jobs.batch.eval_answers import evaluate_answers
     from verdictflow.scoring_setup import load_scoring
 
     line = orjson.dumps(event.model_dump(mode="json"))

@@ -42,11 +42,11 @@ PROBE = textwrap.dedent(
 
 #: Modules of the offline jobs.
 OFFLINE = (
-    "verdictflow.scoring_jobs.eval_answers",
-    "verdictflow.scoring_jobs.eval_summaries",
-    "verdictflow.scoring_jobs.calibrate",
-    "verdictflow.scoring_jobs.calibration_kinds",
-    "verdictflow.scoring_jobs.rq_eval",
+    "verdictflow.scoring_jobs.batch.eval_answers",
+    "verdictflow.scoring_jobs.batch.eval_summaries",
+    "verdictflow.scoring_jobs.calibration.calibrate",
+    "verdictflow.scoring_jobs.calibration.kinds",
+    "verdictflow.scoring_jobs.retrieval_eval.rq_eval",
     "verdictflow.pipelines.answers",
     "verdictflow.pipelines.groups",
     "verdictflow.pipelines.summaries",

@@ -24,12 +24,12 @@ from rich.table import Table
 from verdictflow.dev_servers import start_server, stop_server
 from verdictflow.embedders import MODEL_DIR_ENV, neural_installed
 from verdictflow.evaluators.policy import load_policy
-from verdictflow.scoring_jobs.eval_answers import expected_verdicts
-from verdictflow.scoring_jobs.replay import read_lines, replay
-from verdictflow.scoring_jobs.tail import tail
+from verdictflow.scoring_jobs.batch.eval_answers import expected_verdicts
 from verdictflow.scoring_setup import load_scoring
 from verdictflow.settings import Settings
 from verdictflow.streams.broker import EmbeddedBroker, die_with_parent
+from verdictflow.streams.replay import read_lines, replay
+from verdictflow.streams.tail import tail
 from verdictflow.streams.topics import DEAD_LETTERS, VERDICT_TOPICS
 
 console = Console()

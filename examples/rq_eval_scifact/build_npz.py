@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from verdictflow.evaluators.embedding import default_embedder
-from verdictflow.scoring_jobs.rq_inputs import read_corpus
+from verdictflow.scoring_jobs.retrieval_eval.inputs import read_corpus
 
 
 def main() -> None:

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from tests.support.paths import ROOT
 from tests.support.processes import run_verdictflow
 from verdictflow.cli import app
-from verdictflow.scoring_jobs.topic_schemas import TOPIC_VALUE_MODELS
+from verdictflow.scoring_jobs.batch.topic_schemas import TOPIC_VALUE_MODELS
 
 runner = CliRunner()
 SPEC_FILE = Path(str(resources.files("verdictflow") / "samples" / "answers.jsonl"))

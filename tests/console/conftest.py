@@ -8,9 +8,9 @@ import pytest
 
 from verdictflow.dev import sample_path
 from verdictflow.evaluators.policy import load_policy
-from verdictflow.scoring_jobs.eval_answers import expected_verdicts
-from verdictflow.scoring_jobs.replay import read_lines
+from verdictflow.scoring_jobs.batch.eval_answers import expected_verdicts
 from verdictflow.scoring_setup import load_scoring
+from verdictflow.streams.replay import read_lines
 
 
 @pytest.fixture(scope="session")

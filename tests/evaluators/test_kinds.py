@@ -24,8 +24,8 @@ from verdictflow.evaluators.kinds import (
 from verdictflow.evaluators.policy import Policy
 from verdictflow.models.events import AnswerEvent
 from verdictflow.models.verdicts import Decision, JudgeVerdict, Verdict, VerdictKind
-from verdictflow.scoring_jobs.drift import topics_for
-from verdictflow.scoring_jobs.topic_schemas import TOPIC_VALUE_MODELS
+from verdictflow.monitoring.drift_alerts import topics_for
+from verdictflow.scoring_jobs.batch.topic_schemas import TOPIC_VALUE_MODELS
 
 
 def test_every_topic_kind_has_an_entry_and_every_entry_a_page() -> None:

@@ -16,7 +16,11 @@ from verdictflow.evaluators.retrieval_metrics import (
     rank_by_score,
     recall_at_k,
 )
-from verdictflow.scoring_jobs.trec_io import TrecFormatError, read_trec_qrels, read_trec_run
+from verdictflow.scoring_jobs.retrieval_eval.trec_io import (
+    TrecFormatError,
+    read_trec_qrels,
+    read_trec_run,
+)
 
 TREC = SHARED_DATA / "trec_eval_tests"
 needs_fixtures = pytest.mark.skipif(not TREC.is_dir(), reason="../shared/data not present")

@@ -23,8 +23,8 @@ from verdictflow.models.codec import decode
 from verdictflow.models.dead_letter import RAW_PREVIEW_CHARS
 from verdictflow.models.events import AnswerEvent
 from verdictflow.samples.traffic import generate
-from verdictflow.scoring_jobs.replay import replay
 from verdictflow.scoring_setup import load_scoring
+from verdictflow.streams.replay import replay
 
 pytestmark = pytest.mark.broker
 

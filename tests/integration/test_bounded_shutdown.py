@@ -16,8 +16,8 @@ from verdictflow.evaluators.answer_verdicts import verdict_id
 from verdictflow.evaluators.kinds import Tier, answer_kinds
 from verdictflow.evaluators.policy import Policy
 from verdictflow.samples.heavy_records import facts
-from verdictflow.scoring_jobs.replay import replay
 from verdictflow.scoring_setup import load_scoring
+from verdictflow.streams.replay import replay
 
 pytestmark = pytest.mark.broker
 

@@ -25,10 +25,10 @@ from tests.support.processes import settings_env
 from tests.support.reliability import OutputCollector, expected_verdict_ids
 from verdictflow.evaluators.policy import load_policy
 from verdictflow.samples.traffic import generate
-from verdictflow.scoring_jobs.replay import replay
 from verdictflow.scoring_setup import load_scoring
 from verdictflow.settings import Settings
 from verdictflow.streams.broker import EmbeddedBroker, free_port
+from verdictflow.streams.replay import replay
 from verdictflow.streams.topics import ALL_TOPICS, full_name
 
 pytestmark = pytest.mark.broker

@@ -30,11 +30,11 @@ from verdictflow.dev import sample_path
 from verdictflow.dev_servers import start_server, stop_server
 from verdictflow.evaluators.policy import load_policy
 from verdictflow.models.verdicts import VerdictKind
-from verdictflow.scoring_jobs.drift import run_drift
-from verdictflow.scoring_jobs.eval_answers import expected_verdicts
-from verdictflow.scoring_jobs.replay import read_lines, replay
+from verdictflow.monitoring.drift_alerts import run_drift
+from verdictflow.scoring_jobs.batch.eval_answers import expected_verdicts
 from verdictflow.scoring_setup import load_scoring
 from verdictflow.settings import Settings
+from verdictflow.streams.replay import read_lines, replay
 from verdictflow.streams.topics import verdict_topic
 
 pytestmark = [

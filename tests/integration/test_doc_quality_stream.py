@@ -21,8 +21,8 @@ from tests.support.processes import run_verdictflow
 from verdictflow.embedders import make_embedder
 from verdictflow.evaluators.doc_quality import QualityConfig, graph_degree
 from verdictflow.samples.doc_corpus import DocTraffic, generate
-from verdictflow.scoring_jobs.replay import replay
-from verdictflow.scoring_jobs.score_quality import degrees_of
+from verdictflow.scoring_jobs.batch.score_quality import degrees_of
+from verdictflow.streams.replay import replay
 
 pytestmark = pytest.mark.broker
 

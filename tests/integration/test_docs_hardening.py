@@ -15,8 +15,8 @@ import pytest
 from asgi_lifespan import LifespanManager
 
 from verdictflow.rerank_api import ApiSettings, create_app
-from verdictflow.scoring_jobs.replay import replay
-from verdictflow.scoring_jobs.tail import tail
+from verdictflow.streams.replay import replay
+from verdictflow.streams.tail import tail
 from verdictflow.streams.topics import DEAD_LETTERS, DOC_QUALITY, DOC_QUALITY_INTERNAL
 
 pytestmark = pytest.mark.broker

@@ -14,10 +14,10 @@ from tests.support.drift import DAY2, HALF, WINDOW, calibrated_policy, produce, 
 from tests.support.processes import run_verdictflow, settings_env
 from verdictflow.models.alerts import DriftAlert
 from verdictflow.models.verdicts import VerdictKind
-from verdictflow.scoring_jobs.drift import run_drift
-from verdictflow.scoring_jobs.ledger import run_ledger
-from verdictflow.scoring_jobs.tail import tail
+from verdictflow.monitoring.drift_alerts import run_drift
+from verdictflow.monitoring.ledger import run_ledger
 from verdictflow.settings import Settings
+from verdictflow.streams.tail import tail
 from verdictflow.streams.topics import ALERTS, verdict_topic
 
 pytestmark = pytest.mark.broker

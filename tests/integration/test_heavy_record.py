@@ -13,7 +13,7 @@ import pytest
 
 from tests.support.verdict_collection import collect
 from verdictflow.samples.heavy_records import heavy_answer
-from verdictflow.scoring_jobs.replay import replay
+from verdictflow.streams.replay import replay
 
 pytestmark = pytest.mark.broker
 

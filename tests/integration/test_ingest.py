@@ -23,7 +23,7 @@ from tests.support.paths import ROOT
 from tests.support.processes import settings_env
 from tests.support.reliability import OutputCollector, group_positions, rss_kib
 from verdictflow.dev_servers import start_server, stop_server
-from verdictflow.scoring_jobs.tail import tail
+from verdictflow.streams.tail import tail
 from verdictflow.streams.topics import ANSWERS, SPANS
 
 pytestmark = pytest.mark.broker

@@ -14,7 +14,7 @@ import pytest
 
 from tests.support.openai_standin import StandIn, serve
 from tests.support.reliability import OutputCollector
-from verdictflow.scoring_jobs.replay import replay
+from verdictflow.streams.replay import replay
 
 pytestmark = pytest.mark.broker
 

@@ -20,10 +20,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.support.processes import settings_env
 from verdictflow.evaluators.policy import load_policy
 from verdictflow.samples.traffic import generate
-from verdictflow.scoring_jobs.eval_answers import expected_verdicts
-from verdictflow.scoring_jobs.replay import replay
+from verdictflow.scoring_jobs.batch.eval_answers import expected_verdicts
 from verdictflow.scoring_setup import load_scoring
 from verdictflow.streams.broker import free_port
+from verdictflow.streams.replay import replay
 
 pytestmark = pytest.mark.broker
 

@@ -18,9 +18,9 @@ from tests.support.processes import WorkerProcess
 from tests.support.verdict_collection import collect
 from verdictflow.evaluators.policy import load_policy
 from verdictflow.monitoring.otlp import evaluation_event_attributes
-from verdictflow.scoring_jobs.eval_answers import expected_verdicts
-from verdictflow.scoring_jobs.replay import replay
+from verdictflow.scoring_jobs.batch.eval_answers import expected_verdicts
 from verdictflow.scoring_setup import load_scoring
+from verdictflow.streams.replay import replay
 
 pytestmark = pytest.mark.broker
 SAMPLE = Path(str(resources.files("verdictflow") / "samples" / "answers.jsonl"))

@@ -36,12 +36,12 @@ from verdictflow.evaluators.policy import load_policy
 from verdictflow.models.events import AnswerEvent
 from verdictflow.models.verdicts import VerdictKind
 from verdictflow.samples.doc_corpus import generate as generate_docs
-from verdictflow.scoring_jobs.eval_answers import expected_verdicts
-from verdictflow.scoring_jobs.replay import replay
+from verdictflow.scoring_jobs.batch.eval_answers import expected_verdicts
 from verdictflow.scoring_setup import load_scoring
 from verdictflow.settings import Settings
 from verdictflow.streams.admin import ensure_topics
 from verdictflow.streams.fatal import EXIT_RESTART_ME
+from verdictflow.streams.replay import replay
 from verdictflow.streams.table_migration import changelog, legacy_changelog
 from verdictflow.streams.topics import CONSISTENCY_TABLE, DOC_QUALITY_TABLE, LAYOUT1_TABLES
 

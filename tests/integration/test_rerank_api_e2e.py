@@ -13,9 +13,9 @@ from aiokafka import AIOKafkaProducer
 from asgi_lifespan import LifespanManager
 
 from verdictflow.rerank_api import ApiSettings, create_app
-from verdictflow.scoring_jobs.replay import make_producer
 from verdictflow.settings import Settings
 from verdictflow.streams.admin import ensure_topics
+from verdictflow.streams.replay import make_producer
 from verdictflow.streams.topics import DOC_QUALITY, DOCS
 
 pytestmark = pytest.mark.broker

@@ -16,9 +16,9 @@ from tests.support.verdict_collection import collect
 from verdictflow.evaluators.judge.verdicts import JudgeConfig, JudgeContext
 from verdictflow.evaluators.policy import Policy
 from verdictflow.pipelines.summaries import spacy_parser
-from verdictflow.scoring_jobs.eval_summaries import evaluate_summaries
-from verdictflow.scoring_jobs.replay import replay
+from verdictflow.scoring_jobs.batch.eval_summaries import evaluate_summaries
 from verdictflow.scoring_setup import load_scoring
+from verdictflow.streams.replay import replay
 
 pytestmark = pytest.mark.broker
 SUMMEVAL = SHARED_DATA / "summeval"

@@ -14,9 +14,9 @@ from tests.support.verdict_collection import collect
 from verdictflow.evaluators.kinds import Tier, answer_kinds
 from verdictflow.evaluators.policy import load_policy
 from verdictflow.samples.traffic import generate
-from verdictflow.scoring_jobs.eval_answers import expected_verdicts
-from verdictflow.scoring_jobs.replay import replay
+from verdictflow.scoring_jobs.batch.eval_answers import expected_verdicts
 from verdictflow.scoring_setup import load_scoring
+from verdictflow.streams.replay import replay
 
 pytestmark = pytest.mark.broker
 

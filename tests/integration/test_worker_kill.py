@@ -27,9 +27,9 @@ from verdictflow.evaluators.answer_verdicts import verdict_id
 from verdictflow.evaluators.policy import load_policy
 from verdictflow.models.verdicts import VerdictKind
 from verdictflow.samples.traffic import generate
-from verdictflow.scoring_jobs.eval_answers import expected_verdicts
-from verdictflow.scoring_jobs.replay import replay
+from verdictflow.scoring_jobs.batch.eval_answers import expected_verdicts
 from verdictflow.scoring_setup import load_scoring
+from verdictflow.streams.replay import replay
 
 pytestmark = pytest.mark.broker
 

@@ -34,8 +34,8 @@ from verdictflow.monitoring.otlp import (
 )
 from verdictflow.monitoring.otlp_export import OtlpExportService, OtlpOutbox
 from verdictflow.pipelines.summaries import spacy_parser
-from verdictflow.scoring_jobs.eval_answers import evaluate_answers
-from verdictflow.scoring_jobs.eval_summaries import evaluate_summaries
+from verdictflow.scoring_jobs.batch.eval_answers import evaluate_answers
+from verdictflow.scoring_jobs.batch.eval_summaries import evaluate_summaries
 from verdictflow.scoring_setup import load_scoring
 from verdictflow.settings import Settings
 from verdictflow.streams.outbox import RecordingOutbox

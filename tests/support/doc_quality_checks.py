@@ -10,7 +10,7 @@ import orjson
 
 from tests.support.processes import run_verdictflow
 from verdictflow.samples.doc_corpus import DocTraffic
-from verdictflow.scoring_jobs.export_quality import latest_rows, read_quality_rows
+from verdictflow.scoring_jobs.batch.export_quality import latest_rows, read_quality_rows
 
 
 def batch_scores(traffic: DocTraffic, tmp_path, embedder=None) -> dict[str, dict]:

@@ -11,9 +11,9 @@ from verdictflow.evaluators.answer_verdicts import ScoringContext, VerdictMeta, 
 from verdictflow.evaluators.drift import score_reference
 from verdictflow.evaluators.policy import CalibrationRecord, Policy, gate
 from verdictflow.models.verdicts import VerdictKind
-from verdictflow.scoring_jobs.replay import make_producer
 from verdictflow.settings import Settings
 from verdictflow.streams.admin import ensure_topics
+from verdictflow.streams.replay import make_producer
 
 WINDOW = 50
 HALF = 300

@@ -25,10 +25,10 @@ from verdictflow.exceptions import InvalidEvent
 from verdictflow.models.codec import decode
 from verdictflow.models.events import AnswerEvent
 from verdictflow.models.verdicts import VerdictKind
-from verdictflow.scoring_jobs.tail import tail
 from verdictflow.settings import Settings
 from verdictflow.streams.fatal import EXIT_RESTART_ME
 from verdictflow.streams.table_migration import changelog
+from verdictflow.streams.tail import tail
 from verdictflow.streams.topic_reader import assign_all, read_whole_topic
 from verdictflow.streams.topics import DEAD_LETTERS, TABLE_SOURCES, VERDICT_TOPICS, full_name
 

@@ -25,9 +25,9 @@ from verdictflow.cli import (
 from verdictflow.cli import stream_commands as stream
 from verdictflow.cli.options import err
 from verdictflow.exceptions import VerdictflowError
-from verdictflow.scoring_jobs.export_quality import export_quality
-from verdictflow.scoring_jobs.rq_command import rq_eval_command
-from verdictflow.scoring_jobs.score_quality import score_quality
+from verdictflow.scoring_jobs.batch.export_quality import export_quality
+from verdictflow.scoring_jobs.batch.score_quality import score_quality
+from verdictflow.scoring_jobs.retrieval_eval.command import rq_eval_command
 
 app = typer.Typer(
     add_completion=False,

@@ -27,7 +27,7 @@ def ledger(
 ) -> None:
     """Append verdict topics to OUT/<day>/<kind>.jsonl (day = the verdict's event time, UTC),
     each verdict_id once."""
-    from verdictflow.scoring_jobs.ledger import run_ledger
+    from verdictflow.monitoring.ledger import run_ledger
     from verdictflow.streams.topics import VERDICT_TOPICS
 
     settings = build_settings(broker=broker, prefix=prefix)
@@ -57,7 +57,7 @@ def drift(
     from verdictflow.evaluators.policy import load_policy
     from verdictflow.models.alerts import DriftAlert
     from verdictflow.models.codec import encode
-    from verdictflow.scoring_jobs.drift import run_drift
+    from verdictflow.monitoring.drift_alerts import run_drift
 
     settings = build_settings(broker=broker, prefix=prefix)
     setup_logging("info", libraries="warning")  # alerts, skipped records; not the client

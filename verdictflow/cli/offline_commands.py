@@ -38,7 +38,7 @@ def eval_answers(
     """Score answers offline with the agents' code: one verdict per line on stdout,
     dead letters on stderr."""
     from verdictflow.evaluators.policy import load_policy
-    from verdictflow.scoring_jobs.eval_answers import evaluate_answers
+    from verdictflow.scoring_jobs.batch.eval_answers import evaluate_answers
     from verdictflow.scoring_setup import load_scoring
 
     scoring = load_scoring(load_policy(policy), idf_stats)
@@ -48,7 +48,7 @@ def eval_answers(
         if o.dead_letter is not None:
             sys.stderr.write(o.dead_letter.model_dump_json() + "\n")
     if fmt == "table":
-        from verdictflow.scoring_jobs.render import verdict_table
+        from verdictflow.scoring_jobs.batch.render import verdict_table
 
         Console().print(verdict_table(verdicts))
     else:
@@ -76,7 +76,7 @@ def eval_summaries(
     faithfulness unless the policy's faithfulness.summaries is false): one verdict per line on
     stdout, dead letters on stderr."""
     from verdictflow.evaluators.policy import load_policy
-    from verdictflow.scoring_jobs.eval_summaries import run_cli
+    from verdictflow.scoring_jobs.batch.eval_summaries import run_cli
 
     run_cli(file, judge, fmt, err, load_policy(policy), idf_stats)
 
@@ -96,7 +96,7 @@ def build_idf(
 ) -> None:
     """Build background document frequencies for relevance's TF-IDF."""
     from verdictflow.background import write_stats
-    from verdictflow.scoring_jobs.build_idf import build_from_corpus, build_from_wordfreq
+    from verdictflow.scoring_jobs.batch.build_idf import build_from_corpus, build_from_wordfreq
 
     if wordfreq == bool(corpus):
         raise typer.BadParameter("give corpus files or --wordfreq (one of them)")
@@ -139,8 +139,8 @@ def calibrate(
     """Choose a kind's threshold from a labelled golden set; write a policy (and a report)."""
     from verdictflow.evaluators.policy import load_policy
     from verdictflow.outputs import Outputs, check_outputs
-    from verdictflow.scoring_jobs import calibrate as cal
-    from verdictflow.scoring_jobs.calibration_report import report_files
+    from verdictflow.scoring_jobs.calibration import calibrate as cal
+    from verdictflow.scoring_jobs.calibration.report import report_files
 
     check_outputs([out], [report])  # before any work: a bad path fails now, in one line
     result = cal.calibrate(
@@ -185,9 +185,9 @@ def train_faithfulness(
 ) -> None:
     """Fit the faithfulness model on human-labelled data; write its file. Point a policy's
     ``faithfulness.model`` at it (the packaged one is verdictflow/data/faithfulness_model.json)."""
-    from verdictflow.scoring_jobs.faithfulness_data import load_sets
-    from verdictflow.scoring_jobs.faithfulness_training import train
-    from verdictflow.scoring_jobs.labelled_sets import TrainingDataError
+    from verdictflow.scoring_jobs.training.faithfulness_data import load_sets
+    from verdictflow.scoring_jobs.training.faithfulness_training import train
+    from verdictflow.scoring_jobs.training.labelled_sets import TrainingDataError
 
     names = tuple(n.strip() for n in sets.split(",")) if sets else FAITHFULNESS_SETS
     unknown = [n for n in names if n not in FAITHFULNESS_SETS]
@@ -212,7 +212,7 @@ def schemas(
     out: Annotated[Path, typer.Option("--out", help="Output directory")] = Path("schemas"),
 ) -> None:
     """Write one JSON Schema per topic value, for consumers in other languages."""
-    from verdictflow.scoring_jobs.topic_schemas import write_schemas
+    from verdictflow.scoring_jobs.batch.topic_schemas import write_schemas
 
     for path in write_schemas(out):
         typer.echo(str(path))

@@ -135,8 +135,8 @@ def replay(
     """Produce each line of a JSONL file to a topic, as is (malformed lines included). A line
     over 1 MiB, or one the broker refuses as too large, is reported and skipped, and the
     lines after it are sent; the exit code is then 1."""
-    from verdictflow.scoring_jobs.replay import read_lines
-    from verdictflow.scoring_jobs.replay import replay as do_replay
+    from verdictflow.streams.replay import read_lines
+    from verdictflow.streams.replay import replay as do_replay
 
     settings = build_settings(broker=broker, prefix=prefix)
     lines = read_lines(file)
@@ -163,7 +163,7 @@ def tail(
     timeout: Annotated[float | None, typer.Option(help="Stop after S idle seconds")] = None,
 ) -> None:
     """Print topic values as JSON lines (what a monitoring consumer sees)."""
-    from verdictflow.scoring_jobs.tail import tail as do_tail
+    from verdictflow.streams.tail import tail as do_tail
 
     settings = build_settings(broker=broker, prefix=prefix)
 

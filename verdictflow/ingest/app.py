@@ -40,9 +40,9 @@ from verdictflow.models.events import AnswerEvent
 from verdictflow.pipelines.traces import keep
 from verdictflow.rerank_api.http_errors import install_error_handlers
 from verdictflow.rerank_api.security import ApiGuard
-from verdictflow.scoring_jobs.replay import make_producer
 from verdictflow.settings import Settings
 from verdictflow.streams.admin import ensure_topics
+from verdictflow.streams.replay import make_producer
 from verdictflow.streams.topics import ANSWERS, SPANS
 
 logger = logging.getLogger(__name__)

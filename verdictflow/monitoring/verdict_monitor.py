@@ -33,8 +33,8 @@ from verdictflow.evaluators.kinds import KINDS
 from verdictflow.listeners import serve_metrics
 from verdictflow.metric_labels import NONE, LabelCap
 from verdictflow.models.verdicts import Decision, VerdictKind
-from verdictflow.scoring_jobs.tail import tail
 from verdictflow.settings import Settings
+from verdictflow.streams.tail import tail
 from verdictflow.streams.topics import VERDICT_TOPICS
 
 logger = logging.getLogger(__name__)

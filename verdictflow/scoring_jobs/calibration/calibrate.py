@@ -31,7 +31,7 @@ from verdictflow.evaluators.kinds import DEFER_SCORE, KindSpec
 from verdictflow.evaluators.perturb import ALL_PERTURBATIONS, perturbations_of
 from verdictflow.evaluators.policy import CalibrationRecord, Policy
 from verdictflow.models.codec import summarize_validation_error
-from verdictflow.scoring_jobs.calibration_kinds import (
+from verdictflow.scoring_jobs.calibration.kinds import (
     BatchScorer,
     CalibrationError,
     batch_scorer,

@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from verdictflow.digests import file_digest
 from verdictflow.rerank_api.blend import Fusion
-from verdictflow.scoring_jobs.rq_inputs import RQInputError
+from verdictflow.scoring_jobs.retrieval_eval.inputs import RQInputError
 
 Weight = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 #: score-quality's default ``--out-jsonl``.

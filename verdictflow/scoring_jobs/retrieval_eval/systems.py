@@ -41,9 +41,9 @@ from verdictflow.rerank_api.artifacts import load_quality
 from verdictflow.rerank_api.blend import Weights
 from verdictflow.rerank_api.retriever import DocMeta, Retriever, SearchLimits
 from verdictflow.rerank_api.vector_index import IndexConfig
-from verdictflow.scoring_jobs.rq_config import LoadedConfig, RetrieverConfig
-from verdictflow.scoring_jobs.rq_inputs import Document, RQInputError
-from verdictflow.scoring_jobs.trec_io import TrecFormatError, read_trec_run
+from verdictflow.scoring_jobs.retrieval_eval.config import LoadedConfig, RetrieverConfig
+from verdictflow.scoring_jobs.retrieval_eval.inputs import Document, RQInputError
+from verdictflow.scoring_jobs.retrieval_eval.trec_io import TrecFormatError, read_trec_run
 
 logger = logging.getLogger(__name__)
 

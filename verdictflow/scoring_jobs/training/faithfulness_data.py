@@ -26,7 +26,7 @@ from pathlib import Path
 
 from verdictflow.digests import file_digest
 from verdictflow.models.events import AnswerEvent
-from verdictflow.scoring_jobs.labelled_sets import LabelledSet, require
+from verdictflow.scoring_jobs.training.labelled_sets import LabelledSet, require
 
 SUMMEDITS_DOMAINS = ("news", "podcast", "samsum", "scitldr")
 
@@ -134,7 +134,7 @@ LOADERS: dict[str, Callable[[Path], LabelledSet]] = {
 def _relation_perturbations(data: Path) -> LabelledSet:
     """The relation perturbation set (built by parsing documents: imported here, when asked)."""
     from verdictflow.nlp import load_pipeline
-    from verdictflow.scoring_jobs.relation_perturbations import relation_perturbations
+    from verdictflow.scoring_jobs.training.relation_perturbations import relation_perturbations
 
     return relation_perturbations(data, load_pipeline())
 

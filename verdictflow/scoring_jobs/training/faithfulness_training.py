@@ -59,7 +59,7 @@ from verdictflow.evaluators.faithfulness_signals import (
     SUPPORT_SIGNALS,
 )
 from verdictflow.evaluators.policy import Policy
-from verdictflow.scoring_jobs.labelled_sets import LabelledSet
+from verdictflow.scoring_jobs.training.labelled_sets import LabelledSet
 from verdictflow.scoring_setup import Scoring, load_scoring
 
 logger = logging.getLogger(__name__)

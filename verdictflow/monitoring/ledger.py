@@ -26,8 +26,8 @@ import orjson
 from pydantic import ValidationError
 
 from verdictflow.models.verdicts import Verdict
-from verdictflow.scoring_jobs.tail import tail
 from verdictflow.settings import Settings
+from verdictflow.streams.tail import tail
 from verdictflow.streams.topics import VERDICT_TOPICS
 
 logger = logging.getLogger(__name__)

@@ -24,10 +24,10 @@ from verdictflow.exceptions import VerdictflowError
 from verdictflow.models.alerts import DriftAlert
 from verdictflow.models.codec import encode
 from verdictflow.models.verdicts import Verdict
-from verdictflow.scoring_jobs.replay import make_producer
-from verdictflow.scoring_jobs.tail import tail
 from verdictflow.settings import Settings
 from verdictflow.streams.admin import ensure_topics
+from verdictflow.streams.replay import make_producer
+from verdictflow.streams.tail import tail
 from verdictflow.streams.topics import ALERTS, verdict_topic
 
 logger = logging.getLogger(__name__)

@@ -10,9 +10,9 @@ import pytest
 from tests.support.paths import SHARED_DATA
 from tests.support.processes import run_verdictflow
 from verdictflow.evaluators.faithfulness_model import FaithfulnessModel, model_bytes
-from verdictflow.scoring_jobs.faithfulness_data import halueval, summedits
-from verdictflow.scoring_jobs.faithfulness_training import featurise, fit, predict
-from verdictflow.scoring_jobs.labelled_sets import LabelledSet
+from verdictflow.scoring_jobs.training.faithfulness_data import halueval, summedits
+from verdictflow.scoring_jobs.training.faithfulness_training import featurise, fit, predict
+from verdictflow.scoring_jobs.training.labelled_sets import LabelledSet
 
 needs_data = pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="../shared/data not present")
 
@@ -69,7 +69,7 @@ def test_training_does_not_need_a_loadable_packaged_model(monkeypatch) -> None:
     """After a change of signals the packaged file no longer loads; featurising for its own
     retraining falls back to a neutral model (signals read no model)."""
     from verdictflow.evaluators.faithfulness_model import FaithfulnessModelError
-    from verdictflow.scoring_jobs import faithfulness_training
+    from verdictflow.scoring_jobs.training import faithfulness_training
 
     real = faithfulness_training.load_scoring
 

@@ -1,6 +1,6 @@
 """``verdictflow score-quality``: spec 004's batch quality tool over an NPZ of vectors.
 
-Also ``python -m verdictflow.scoring_jobs.score_quality``. Inputs: an NPZ with ``vectors``
+Also ``python -m verdictflow.scoring_jobs.batch.score_quality``. Inputs: an NPZ with ``vectors``
 (float32, n x d; when absent, the texts are embedded here with ``--embedder``, as the docs
 agent embeds a document that arrives without a vector), ``doc_ids`` and ``concept_texts`` (n
 strings; ``tmd_codes`` and ``lane_indices`` optional and passed through to nothing that
@@ -319,7 +319,7 @@ def score_quality(
 
 
 def main() -> None:
-    """``python -m verdictflow.scoring_jobs.score_quality``: one clear line on bad input."""
+    """``python -m verdictflow.scoring_jobs.batch.score_quality``: one clear line on bad input."""
     logging.basicConfig(level="WARNING")
     try:
         typer.run(score_quality)

@@ -10,7 +10,12 @@ from pathlib import Path
 import pytest
 
 from tests.support.paths import ROOT, SHARED_DATA
-from verdictflow.scoring_jobs.rq_inputs import RQInputError, read_corpus, read_qrels, read_queries
+from verdictflow.scoring_jobs.retrieval_eval.inputs import (
+    RQInputError,
+    read_corpus,
+    read_qrels,
+    read_queries,
+)
 
 TREC = SHARED_DATA / "trec_eval_tests" / "test"
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from verdictflow.nlp import load_pipeline
-from verdictflow.scoring_jobs.relation_perturbations import (
+from verdictflow.scoring_jobs.training.relation_perturbations import (
     _comparison_flip,
     _negation_drop,
     _role_swap,

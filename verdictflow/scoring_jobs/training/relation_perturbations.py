@@ -43,7 +43,7 @@ from verdictflow.evaluators.relation_frames import (
     values_of,
 )
 from verdictflow.models.events import AnswerEvent
-from verdictflow.scoring_jobs.labelled_sets import LabelledSet, require
+from verdictflow.scoring_jobs.training.labelled_sets import LabelledSet, require
 
 logger = logging.getLogger(__name__)
 

@@ -14,10 +14,14 @@ from asgi_lifespan import LifespanManager
 from tests.support.processes import run_verdictflow
 from tests.support.retrieval_corpus import TEXTS
 from verdictflow.rerank_api import ApiSettings, create_app
-from verdictflow.scoring_jobs.rq_command import rq_eval_command
-from verdictflow.scoring_jobs.rq_config import load_config
-from verdictflow.scoring_jobs.rq_inputs import RQInputError, read_corpus
-from verdictflow.scoring_jobs.rq_systems import build_retriever, search_in_process, search_url
+from verdictflow.scoring_jobs.retrieval_eval.command import rq_eval_command
+from verdictflow.scoring_jobs.retrieval_eval.config import load_config
+from verdictflow.scoring_jobs.retrieval_eval.inputs import RQInputError, read_corpus
+from verdictflow.scoring_jobs.retrieval_eval.systems import (
+    build_retriever,
+    search_in_process,
+    search_url,
+)
 
 QUERIES = {"q1": "Which ocean is the largest?", "q2": "How is banana bread made?", "q3": "Kafka"}
 

@@ -13,8 +13,8 @@ from verdictflow.evaluators.answer_verdicts import ScoringContext, VerdictMeta, 
 from verdictflow.evaluators.policy import Policy, defer, gate, load_policy
 from verdictflow.models.events import AnswerEvent
 from verdictflow.models.verdicts import Decision, ReasonCode, Verdict, VerdictKind
-from verdictflow.scoring_jobs import calibrate as cal
-from verdictflow.scoring_jobs.calibration_kinds import batch_scorer, spec_for
+from verdictflow.scoring_jobs.calibration import calibrate as cal
+from verdictflow.scoring_jobs.calibration.kinds import batch_scorer, spec_for
 
 
 def write_golden(path: Path, rows: list[dict[str, object]]) -> cal.GoldenSet:

@@ -7,7 +7,7 @@ from pathlib import Path
 import orjson
 
 from verdictflow.models.verdicts import Decision, Reason, ReasonCode, Verdict, VerdictKind
-from verdictflow.scoring_jobs.ledger import UNDATED, Ledger, ledger_day
+from verdictflow.monitoring.ledger import UNDATED, Ledger, ledger_day
 
 
 def verdict(vid: str, event_ts: float | None) -> bytes:

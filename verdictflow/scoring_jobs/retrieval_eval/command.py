@@ -1,7 +1,8 @@
 """``verdictflow rq-eval``: the command line of the retrieval A/B harness (spec 001).
 
 Thin driver: reads and checks the inputs, builds the two systems (each from a run file or a
-config), evaluates them with :mod:`verdictflow.scoring_jobs.rq_eval` and writes the files.
+config), evaluates them with :mod:`verdictflow.scoring_jobs.retrieval_eval.rq_eval` and writes
+the files.
 Inputs are checked before any retriever is built, so a bad qrels line fails in milliseconds.
 
 Traces: ``--emit-traces`` asks for them; a system writes them only when its config says
@@ -21,7 +22,7 @@ from rich.progress import Progress
 
 from verdictflow.digests import file_digest
 from verdictflow.outputs import Outputs, check_outputs
-from verdictflow.scoring_jobs.rq_inputs import (
+from verdictflow.scoring_jobs.retrieval_eval.inputs import (
     Document,
     RQInputError,
     read_corpus,
@@ -30,7 +31,7 @@ from verdictflow.scoring_jobs.rq_inputs import (
 )
 
 if TYPE_CHECKING:  # the retriever, FAISS and BM25 are imported when the command runs
-    from verdictflow.scoring_jobs.rq_systems import System
+    from verdictflow.scoring_jobs.retrieval_eval.systems import System
 
 logger = logging.getLogger(__name__)
 err = Console(stderr=True, soft_wrap=True)  # one line per message, paths unbroken
@@ -53,8 +54,8 @@ def _system(
 ) -> System:
     if (run is None) == (config is None):
         raise RQInputError(f"system {label}: give exactly one of --run{label} and --config{label}")
-    from verdictflow.scoring_jobs.rq_config import load_config
-    from verdictflow.scoring_jobs.rq_systems import config_system, run_system
+    from verdictflow.scoring_jobs.retrieval_eval.config import load_config
+    from verdictflow.scoring_jobs.retrieval_eval.systems import config_system, run_system
 
     if run is not None:
         return run_system(label, run)
@@ -96,7 +97,7 @@ def rq_eval_command(
 
     Each system is a TREC run (--runA/--runB) or a retriever config (--configA/--configB).
     """
-    from verdictflow.scoring_jobs import rq_eval as rq
+    from verdictflow.scoring_jobs.retrieval_eval import rq_eval as rq
 
     for path in (queries, truth, run_a, run_b, config_a, config_b, corpus):
         if path is not None and not path.is_file():

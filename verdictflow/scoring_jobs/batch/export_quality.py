@@ -17,9 +17,9 @@ from rich.console import Console
 
 from verdictflow.models.codec import decode
 from verdictflow.models.quality import DocQuality
-from verdictflow.scoring_jobs.score_quality import write_outputs
-from verdictflow.scoring_jobs.tail import tail
+from verdictflow.scoring_jobs.batch.score_quality import write_outputs
 from verdictflow.settings import Settings
+from verdictflow.streams.tail import tail
 from verdictflow.streams.topics import DOC_QUALITY
 
 err = Console(stderr=True, soft_wrap=True)  # one line per message, paths unbroken

@@ -15,7 +15,7 @@ import orjson
 
 from verdictflow.evaluators.calibration import rates_at, variance_margin
 from verdictflow.outputs import Outputs
-from verdictflow.scoring_jobs.calibrate import Calibration
+from verdictflow.scoring_jobs.calibration.calibrate import Calibration
 
 
 def write_report(result: Calibration, out_dir: Path) -> list[Path]:

@@ -27,7 +27,7 @@ from verdictflow.exceptions import VerdictflowError
 from verdictflow.models.codec import DEFAULT_MAX_EVENT_BYTES
 from verdictflow.models.verdicts import JudgeVerdict, Verdict, VerdictKind
 from verdictflow.pipelines.summaries import MAX_BATCH, judge_records
-from verdictflow.scoring_jobs.render import verdict_table
+from verdictflow.scoring_jobs.batch.render import verdict_table
 from verdictflow.streams.records import Record
 from verdictflow.streams.topics import DEAD_LETTERS
 

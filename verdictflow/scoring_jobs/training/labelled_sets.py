@@ -1,7 +1,7 @@
 """A human-labelled set as the faithfulness model's training reads it (events, targets in
 [0, 1], splits, groups and the digests of the files it came from), shared by the readers of the
-real sets (:mod:`~verdictflow.scoring_jobs.faithfulness_data`) and the synthetic relation swaps
-(:mod:`~verdictflow.scoring_jobs.relation_perturbations`)."""
+real sets (:mod:`~verdictflow.scoring_jobs.training.faithfulness_data`) and the synthetic relation
+swaps (:mod:`~verdictflow.scoring_jobs.training.relation_perturbations`)."""
 
 from __future__ import annotations
 

@@ -8,8 +8,8 @@ import pytest
 
 from tests.support.neural import needs_neural
 from verdictflow import embedders
-from verdictflow.scoring_jobs.rq_config import load_config
-from verdictflow.scoring_jobs.rq_inputs import RQInputError
+from verdictflow.scoring_jobs.retrieval_eval.config import load_config
+from verdictflow.scoring_jobs.retrieval_eval.inputs import RQInputError
 
 
 def write(path: Path, text: str) -> Path:

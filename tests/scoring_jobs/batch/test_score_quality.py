@@ -163,7 +163,7 @@ def test_score_quality_uses_a_given_index_and_edges(tmp_path):
                      '{"src": "c", "dst": "a"}\n{"src": "b", "dst": "b"}\n\n')  # fmt: skip
     outs = ["--out-jsonl", tmp_path / "o.jsonl", "--out-npz", tmp_path / "o.npz"]
     args = ["--npz", npz, "--index", tmp_path / "i.index", "--edges", edges, *outs]
-    proc = run_verdictflow(*args, module="verdictflow.scoring_jobs.score_quality")
+    proc = run_verdictflow(*args, module="verdictflow.scoring_jobs.batch.score_quality")
     assert proc.returncode == 0, proc.stderr
     rows = {
         r["doc_id"]: r for r in map(orjson.loads, (tmp_path / "o.jsonl").read_bytes().splitlines())

@@ -3,7 +3,7 @@
 A system is a TREC run file (``--runA`` / ``--runB``), so runs from any retriever, or from the
 API's logs, are compared with the same metrics, or a YAML retriever config (``--configA`` /
 ``--configB``): verdictflow's own retriever built in-process, or a running ``/search``
-(:mod:`verdictflow.scoring_jobs.rq_systems`). Either side may be either kind.
+(:mod:`verdictflow.scoring_jobs.retrieval_eval.systems`). Either side may be either kind.
 
 Which queries are evaluated: every query that has at least one judgment in ``--truth``; each
 must appear in ``--queries`` (else the inputs are inconsistent). A query a run does not answer
@@ -27,8 +27,8 @@ from verdictflow.evaluators.retrieval_metrics import (
     ndcg_at_k,
     recall_at_k,
 )
-from verdictflow.scoring_jobs.rq_inputs import RQInputError
-from verdictflow.scoring_jobs.rq_systems import System
+from verdictflow.scoring_jobs.retrieval_eval.inputs import RQInputError
+from verdictflow.scoring_jobs.retrieval_eval.systems import System
 
 SCHEMA_VERSION = 1
 METRIC_NAMES = ("recall", "mrr", "ndcg")
