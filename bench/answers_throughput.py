@@ -24,18 +24,16 @@ import argparse
 import asyncio
 import logging
 import os
-import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from harness import fresh_settings, machine, output_span, run_process, worker_cmd
 
 from verdictflow.samples.traffic import generate
 from verdictflow.settings import Settings
@@ -44,57 +42,6 @@ from verdictflow.streams.broker import EmbeddedBroker
 from verdictflow.streams.replay import replay
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def machine() -> str:
-    cpu = "unknown cpu"
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    return (
-        f"{platform.node()} | {cpu} | {os.cpu_count()} cores | Python {platform.python_version()}"
-    )
-
-
-def fresh_settings(broker: str, tmp: Path, profile: str, partitions: int) -> Settings:
-    tag = uuid.uuid4().hex[:8]
-    return Settings(
-        broker=broker,
-        topic_prefix=f"b{tag}.",
-        app_id=f"bench-{tag}",
-        data_dir=tmp,
-        broker_profile=profile,
-        partitions=partitions,
-    )
-
-
-async def output_span(
-    settings: Settings, topics: list[str], want: int, timeout: float
-) -> tuple[int, float]:
-    """Read ``topics`` from the beginning until ``want`` records; return (count, seconds between
-    first and last record timestamps)."""
-    consumer = AIOKafkaConsumer(
-        *topics,
-        bootstrap_servers=settings.bootstrap_servers,
-        group_id=None,
-        auto_offset_reset="earliest",
-    )
-    await consumer.start()
-    first, last, n = None, None, 0
-    deadline = time.monotonic() + timeout
-    try:
-        while n < want and time.monotonic() < deadline:
-            batches = await consumer.getmany(timeout_ms=500, max_records=5000)
-            for msgs in batches.values():
-                for m in msgs:
-                    n += 1
-                    first = m.timestamp if first is None else min(first, m.timestamp)
-                    last = m.timestamp if last is None else max(last, m.timestamp)
-    finally:
-        await consumer.stop()
-    return n, ((last or 0) - (first or 0)) / 1000.0
 
 
 def reencode(value: bytes) -> bytes:
@@ -137,22 +84,6 @@ async def raw_loop(
     finally:
         await producer.stop()
         await consumer.stop()
-
-
-def run_process(cmd: list[str], settings: Settings, log: Path) -> subprocess.Popen[bytes]:
-    env = {
-        **os.environ,
-        **{
-            f"VERDICTFLOW_{k.upper()}": str(v)
-            for k, v in settings.model_dump(exclude_none=True).items()
-        },
-    }
-    with open(log, "ab") as f:
-        return subprocess.Popen(cmd, env=env, stdout=f, stderr=subprocess.STDOUT, cwd=ROOT)
-
-
-def worker_cmd(tier: str) -> list[str]:
-    return [sys.executable, "-m", "verdictflow", "worker", "--log-level", "warning", "--tier", tier]
 
 
 def run_system(name: str, lines: list[bytes], profile: str, partitions: int, tmp: Path) -> float:

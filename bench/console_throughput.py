@@ -35,7 +35,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from answers_throughput import machine
+from harness import machine
 
 from tests.support import browser
 from verdictflow.console.follower import CONSOLE_TOPICS

@@ -20,7 +20,7 @@ import time
 
 import faiss
 import numpy as np
-from answers_throughput import machine
+from harness import machine
 
 from verdictflow.evaluators.dup_index import DuplicateIndex, unit_rows
 

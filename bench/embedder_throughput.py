@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from answers_throughput import machine
+from harness import machine
 
 from verdictflow.embedders import NeuralEmbedder, packaged_model_dir
 from verdictflow.scoring_jobs.retrieval_eval.inputs import read_corpus, read_queries

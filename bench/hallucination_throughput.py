@@ -29,7 +29,7 @@ from pathlib import Path
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from answers_throughput import fresh_settings, machine, run_process
+from harness import fresh_settings, machine, run_process
 
 from verdictflow.evaluators.answer_analysis import COMPONENTS
 from verdictflow.nlp import load_pipeline, pipeline_version

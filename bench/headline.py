@@ -35,7 +35,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from answers_throughput import machine, run_system
+from answers_throughput import run_system
+from harness import machine
 from rag_nlp_tier import offline_rate, rag_events, raw_pipe_rate
 
 from verdictflow.evaluators.policy import Policy

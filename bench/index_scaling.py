@@ -31,7 +31,7 @@ import faiss
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from answers_throughput import machine
+from harness import machine
 
 from verdictflow.rerank_api.settings import ApiSettings
 

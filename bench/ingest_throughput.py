@@ -21,7 +21,7 @@ from pathlib import Path
 
 import httpx
 import orjson
-from answers_throughput import fresh_settings, machine, run_process, worker_cmd
+from harness import fresh_settings, machine, run_process, worker_cmd
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span

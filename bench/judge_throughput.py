@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from answers_throughput import machine
+from harness import machine
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -29,8 +29,8 @@ from tests.support.openai_standin import StandIn, serve
 from verdictflow.evaluators import faithfulness_llm as contract
 from verdictflow.evaluators.escalation import Priority
 from verdictflow.evaluators.judge_tier_policy import JudgeBudget, JudgeTierPolicy
-from verdictflow.judge.backends import OpenAIBackend
-from verdictflow.judge.client import JudgeClient
+from verdictflow.judge_tier.backends import OpenAIBackend
+from verdictflow.judge_tier.client import JudgeClient
 from verdictflow.models.events import AnswerEvent
 from verdictflow.models.judge import JudgeRequest, ReviewedVerdict
 from verdictflow.models.verdicts import Decision, VerdictKind

@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from answers_throughput import fresh_settings, machine, output_span, run_process, worker_cmd
+from harness import fresh_settings, machine, output_span, run_process, worker_cmd
 
 from verdictflow.samples.traffic import generate
 from verdictflow.streams.admin import ensure_topics

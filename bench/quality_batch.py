@@ -16,7 +16,7 @@ import time
 
 import faiss
 import numpy as np
-from answers_throughput import machine
+from harness import machine
 
 from verdictflow.evaluators.doc_quality import QualityConfig
 from verdictflow.evaluators.dup_index import unit_rows

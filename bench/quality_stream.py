@@ -27,7 +27,8 @@ from pathlib import Path
 
 import orjson
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from answers_throughput import fresh_settings, machine, output_span, raw_loop, run_process
+from answers_throughput import raw_loop
+from harness import fresh_settings, machine, output_span, run_process
 
 from verdictflow.samples.doc_corpus import WORDS
 from verdictflow.settings import Settings

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from answers_throughput import machine
+from harness import machine
 
 from verdictflow import embedders
 from verdictflow.embedders import make_embedder

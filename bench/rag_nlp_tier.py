@@ -33,7 +33,7 @@ from typing import Any
 
 import orjson
 from aiokafka import AIOKafkaConsumer
-from answers_throughput import fresh_settings, machine, run_process, worker_cmd
+from harness import fresh_settings, machine, run_process, worker_cmd
 
 from verdictflow.evaluators.answer_analysis import COMPONENTS
 from verdictflow.evaluators.answer_batch import score_answers

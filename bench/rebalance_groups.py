@@ -41,7 +41,7 @@ from verdictflow.streams.replay import replay
 from verdictflow.streams.tail import tail
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from answers_throughput import machine
+from harness import machine
 
 
 def worker(settings: Settings, data_dir: Path, log: Path) -> subprocess.Popen[bytes]:

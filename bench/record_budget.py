@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import orjson
-from answers_throughput import machine
+from harness import machine
 
 from verdictflow.evaluators.answer_analysis import CACHE_BYTES, ContextCache
 from verdictflow.evaluators.answer_batch import score_answers

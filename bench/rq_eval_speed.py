@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytrec_eval
-from answers_throughput import machine
+from harness import machine
 
 from verdictflow.evaluators.retrieval_metrics import (
     macro_average,

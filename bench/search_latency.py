@@ -55,7 +55,7 @@ import httpx
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from answers_throughput import machine
+from harness import machine
 
 from verdictflow.embedders import EMBEDDER_NAMES, make_embedder
 from verdictflow.rerank_api.blend import Weights, blend, candidate_count

@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from answers_throughput import fresh_settings, machine
+from harness import fresh_settings, machine
 
 from tests.support.otel_traces import send_traces, traced_ids, wait_healthy
 from tests.support.processes import WorkerProcess, settings_env

@@ -27,8 +27,8 @@ from rich.progress import track
 from rich.table import Table
 from scipy.stats import kendalltau, spearmanr
 
-from verdictflow.evaluators.judge import judge_lock, twin_lock
-from verdictflow.evaluators.judge.claims import extraneous_tokens
+from verdictflow.evaluators.summary_judges import judge_lock, twin_lock
+from verdictflow.evaluators.summary_judges.claims import extraneous_tokens
 from verdictflow.pipelines.summaries import spacy_parser
 
 ROOT = Path(__file__).resolve().parent.parent

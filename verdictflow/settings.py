@@ -82,7 +82,7 @@ class Settings(BaseSettings):
     metrics_port: Annotated[int, Field(ge=0, le=65535)] = 0
     metrics_host: str = "127.0.0.1"
     #: Bearer token of the metrics servers (worker ``/metrics``, ``verdictflow monitor``):
-    #: ``VERDICTFLOW_METRICS_TOKEN``. Needed to bind beyond loopback (verdictflow/listeners.py).
+    #: ``VERDICTFLOW_METRICS_TOKEN``. Needed to bind beyond loopback (verdictflow/web/listeners.py).
     metrics_token: SecretStr | None = None
     #: The retriever's token (``VERDICTFLOW_API_TOKEN``), which the console's search proxy
     #: sends upstream, and the console's own when ``console_token`` is unset.

@@ -19,8 +19,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
 from verdictflow.ingest.app import MAX_SPANS_PER_REQUEST, MAX_SPANS_PER_TRACE, create_ingest_app
-from verdictflow.listeners import host_checked
 from verdictflow.settings import Settings
+from verdictflow.web.listeners import host_checked
 
 
 class RecordingProducer:
@@ -151,7 +151,7 @@ def test_a_request_for_another_host_is_refused(monkeypatch: pytest.MonkeyPatch) 
 def test_a_listener_opened_beyond_loopback_checks_host_only_when_told(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from verdictflow.listeners import allowed_hosts
+    from verdictflow.web.listeners import allowed_hosts
 
     monkeypatch.delenv("VERDICTFLOW_ALLOWED_HOSTS", raising=False)
     assert allowed_hosts("0.0.0.0") is None  # service names and probe IPs reach it

@@ -13,8 +13,8 @@ import pytest
 
 from tests.support.paths import SHARED_DATA
 from tests.support.verdict_collection import collect
-from verdictflow.evaluators.judge.verdicts import JudgeConfig, JudgeContext
 from verdictflow.evaluators.policy import Policy
+from verdictflow.evaluators.summary_judges.verdicts import JudgeConfig, JudgeContext
 from verdictflow.pipelines.summaries import spacy_parser
 from verdictflow.scoring_jobs.batch.eval_summaries import evaluate_summaries
 from verdictflow.scoring_setup import load_scoring

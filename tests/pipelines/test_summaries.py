@@ -9,8 +9,8 @@ import orjson
 import pytest
 
 from tests.support.summary_texts import ARTICLE, FABRICATED, FAITHFUL
-from verdictflow.evaluators.judge.verdicts import JudgeContext, Parser
 from verdictflow.evaluators.policy import Policy
+from verdictflow.evaluators.summary_judges.verdicts import JudgeContext, Parser
 from verdictflow.models.events import SummaryEvent
 from verdictflow.models.verdicts import Verdict
 from verdictflow.pipelines import Output, summaries

@@ -28,9 +28,9 @@ import faust
 
 from verdictflow.evaluators.answer_analysis import AnswerAnalyzer
 from verdictflow.evaluators.answer_verdicts import ScoringContext
-from verdictflow.evaluators.judge.verdicts import JudgeContext, Parser
 from verdictflow.evaluators.kinds import SUMMARIES_AGENT
 from verdictflow.evaluators.policy import Policy
+from verdictflow.evaluators.summary_judges.verdicts import JudgeContext, Parser
 from verdictflow.pipelines import Output
 from verdictflow.pipelines.summaries import MAX_BATCH, judge_records, spacy_parser
 from verdictflow.scoring_setup import Scoring, new_analyzer

@@ -160,10 +160,10 @@ def _register_judge(
     metrics: WorkerMetrics | None,
 ) -> None:
     from verdictflow.agents import doc_quality
-    from verdictflow.agents import judge as judge_agent
+    from verdictflow.agents import judge_tier as judge_agent
     from verdictflow.evaluators.faithfulness_llm import JudgeContext
-    from verdictflow.judge.factory import make_client
-    from verdictflow.judge.metrics import JudgeMetrics
+    from verdictflow.judge_tier.factory import make_client
+    from verdictflow.judge_tier.metrics import JudgeMetrics
 
     judge_metrics = JudgeMetrics(metrics.registry if metrics is not None else None)
     client = make_client(judge or JudgeSettings(), policy.judge_tier, judge_metrics)
@@ -249,7 +249,7 @@ def run_worker(settings: Settings) -> None:
     """
     policy = load_policy(settings.policy)
     if settings.tier == "judge" and not JudgeSettings().configured:
-        from verdictflow.judge.factory import make_backend
+        from verdictflow.judge_tier.factory import make_backend
 
         make_backend(JudgeSettings())  # raises JudgeNotConfiguredError: one line, exit 2
     if settings.tier in ("lexical", "all"):  # the docs agent's embedder fails before connecting

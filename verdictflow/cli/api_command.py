@@ -48,10 +48,10 @@ def api(
 ) -> None:
     """Serve POST /search, GET /healthz and /metrics: topics (--broker) or artifacts (--npz)."""
     from verdictflow.embedders import make_embedder
-    from verdictflow.listeners import check_bind
-    from verdictflow.rerank_api.security import configured_token
+    from verdictflow.rerank_api.guards import configured_token
     from verdictflow.rerank_api.server import serve
     from verdictflow.rerank_api.settings import ApiSettings
+    from verdictflow.web.listeners import check_bind
 
     setup_logging(log_level)
     exit_on_sigterm()

@@ -48,7 +48,7 @@ def console(
     import uvicorn
 
     from verdictflow.console.app import ConsoleOptions, create_console_app
-    from verdictflow.listeners import check_bind, host_checked
+    from verdictflow.web.listeners import check_bind, host_checked
 
     setup_logging(log_level, libraries="warning")
     exit_on_sigterm()

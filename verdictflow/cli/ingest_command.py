@@ -37,7 +37,7 @@ def ingest(
     import uvicorn
 
     from verdictflow.ingest.app import create_ingest_app
-    from verdictflow.listeners import check_bind, host_checked
+    from verdictflow.web.listeners import check_bind, host_checked
 
     setup_logging(log_level, libraries="warning")
     exit_on_sigterm()

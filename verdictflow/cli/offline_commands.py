@@ -14,8 +14,8 @@ from rich.console import Console
 from verdictflow.cli.options import IdfStatsOpt, PolicyOpt, err
 from verdictflow.evaluators.kinds import BY_NAME
 
-#: Training sets, by name (``scoring_jobs/faithfulness_data.LOADERS`` keys, kept here so the
-#: help text does not import the loaders).
+#: Training sets, by name (``scoring_jobs/training/faithfulness_data.LOADERS`` keys, kept here
+#: so the help text does not import the loaders).
 FAITHFULNESS_SETS = (
     "summedits-news",
     "summedits-podcast",

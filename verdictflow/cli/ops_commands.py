@@ -20,9 +20,9 @@ from verdictflow.cli.options import (
     exit_on_sigterm,
     setup_logging,
 )
-from verdictflow.listeners import check_bind
 from verdictflow.monitoring.verdict_monitor import VerdictMonitor, run_monitor
 from verdictflow.streams.topic_plan import create_topics, topic_plan
+from verdictflow.web.listeners import check_bind
 
 
 def monitor(

@@ -82,7 +82,7 @@ def worker(
     of each summary to its article) and the document-quality agents. NLP tier (group
     APP_ID-nlp): hallucination, faithfulness."""
     from verdictflow.agents.worker_app import run_worker
-    from verdictflow.listeners import check_bind
+    from verdictflow.web.listeners import check_bind
 
     setup_logging(log_level)
     settings = build_settings(

@@ -20,7 +20,7 @@ The lifespan starts a :class:`~verdictflow.console.follower.Follower` task that 
 Everything but ``/healthz``, ``/login`` and the static assets is behind the console's token
 when one is set (:mod:`~verdictflow.console.auth`, which also adds the security headers);
 bodies are limited as the API's are (its guard, 64 KiB); errors have the API's shape
-(``{"error": code, "detail": message}``, :mod:`~verdictflow.rerank_api.http_errors`).
+(``{"error": code, "detail": message}``, :mod:`~verdictflow.web.errors`).
 """
 
 from __future__ import annotations
@@ -45,10 +45,10 @@ from sse_starlette.sse import EventSourceResponse
 from verdictflow.console.auth import SESSION_SECONDS, ConsoleGuard, login_page
 from verdictflow.console.follower import Follower
 from verdictflow.console.state import ALL, ConsoleLimits, ConsoleState
-from verdictflow.rerank_api.http_errors import install_error_handlers
 from verdictflow.rerank_api.schemas import SearchRequest
-from verdictflow.rerank_api.security import ApiGuard
 from verdictflow.settings import Settings
+from verdictflow.web.errors import install_error_handlers
+from verdictflow.web.security import ApiGuard
 
 logger = logging.getLogger(__name__)
 

@@ -40,7 +40,7 @@ from urllib.parse import parse_qs
 
 import orjson
 
-from verdictflow.listeners import bearer_matches
+from verdictflow.web.listeners import bearer_matches
 
 logger = logging.getLogger(__name__)
 

@@ -23,21 +23,15 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from verdictflow.evaluators.anchors import Anchor, HedgedClaim, extract_anchors
+from verdictflow.evaluators.answer_claims import AnswerSentence, WordRelations, answer_sentences
+from verdictflow.evaluators.claim_alignment import Coverages, claim_coverages, supporting_sentences
 from verdictflow.evaluators.context_index import ContextIndexer
 from verdictflow.evaluators.evidence_index import (
     EvidenceIndex,
     build_evidence_index,
     content_words,
 )
-from verdictflow.evaluators.faithfulness_signals import (
-    AnswerSentence,
-    Coverages,
-    SentenceRelations,
-    WordRelations,
-    answer_sentences,
-    claim_coverages,
-    supporting_sentences,
-)
+from verdictflow.evaluators.faithfulness_signals import SentenceRelations
 from verdictflow.evaluators.relation_frames import MAX_SUPPORT_CHARS, Frame, frame
 from verdictflow.evaluators.relations import checkable
 from verdictflow.models.events import AnswerEvent

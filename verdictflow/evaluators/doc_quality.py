@@ -3,7 +3,7 @@
 quality = w_text*text_health + w_graph*graph_degree + w_dup*(1 - dup_penalty)
           + w_cpesh*cpesh_margin, clamped to [0, 1]
 
-The stream agents (``agents/doc_quality*``) and the batch job (``scoring_jobs/score_quality``)
+The stream agents (``agents/doc_quality*``) and the batch job (``scoring_jobs/batch/score_quality``)
 both call :func:`score_features`, so a document with the same text, degree, duplicate count and
 margin gets the same float from either; the agreement test checks it to 1e-9. Duplicate
 *counting* (which needs a vector index) lives in :mod:`verdictflow.evaluators.dup_index`.

@@ -1,6 +1,6 @@
 """The judge tier's faithfulness verdict (kind ``faithfulness_llm``): the prompt, the response
 contract, and the verdict built from a judge's response. Pure: no client, no I/O (the drivers
-in :mod:`verdictflow.judge` ask the judge; this module says what to ask and reads the reply).
+in :mod:`verdictflow.judge_tier` ask the judge; this module says what to ask and reads the reply).
 
 The method is the claim-level one of Ragas and DeepEval, in one request: the judge splits the
 answer into its atomic claims and decides for each whether the contexts support it, quoting

@@ -63,9 +63,16 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any
 
-from verdictflow.evaluators.anchors import ENTITY_LABELS
+from verdictflow.evaluators.answer_claims import LEXICON_POS, AnswerSentence, AnswerToken
+from verdictflow.evaluators.claim_alignment import (
+    ContextSentence,
+    Coverages,
+    best_alignment,
+    context_sentences,
+    found_in,
+)
 from verdictflow.evaluators.evidence_index import EvidenceIndex, Span, context_excerpt
 from verdictflow.evaluators.hallucination import AnchorCheck, HallucinationResult
 from verdictflow.evaluators.relation_frames import Frame
@@ -74,9 +81,6 @@ from verdictflow.evaluators.sentence_alignment import SentenceCoverage, Sentence
 
 #: Anchor kinds that state a fact: one unsupported, with something new in it, is made up.
 FACT_KINDS = frozenset({"entity", "number", "date", "time"})
-#: Words that negate their clause, in the answer and (as words of a sentence) in the contexts:
-#: the same list on both sides, so "has no plans" is not a negation the answer added.
-NEGATIONS = frozenset({"not", "n't", "never", "no", "nobody", "nothing", "none", "neither", "nor"})
 #: Prefixes that negate a word ("unpopular", "incorrect", "nonlinear"), with the shortest stem
 #: each needs: "in" and its forms take five letters so that "inform" is not "not form".
 NEGATING_PREFIXES: tuple[tuple[str, int], ...] = (
@@ -88,137 +92,6 @@ NEGATING_PREFIXES: tuple[tuple[str, int], ...] = (
 COUNT_CAP = 3
 #: A word whose deficit (``SentenceCoverage.deficits``) is at least this is counted as misplaced.
 MISPLACED_DEFICIT = 0.5
-
-
-@dataclass(frozen=True, slots=True)
-class AnswerToken:
-    """A content word of the answer: its forms, part of speech and character span."""
-
-    lower: str
-    lemma: str
-    pos: str
-    start: int
-    end: int
-    entity: bool  # inside any entity the NER found (names, numbers, dates, times, ordinals)
-    named: bool = False  # a name or a number: see ``answer_sentences``
-    #: WordNet antonyms of the word's lemma, and the words it may stand in for
-    #: (:meth:`WordRelations.stands_for`); looked up by the analyzer, empty without a lexicon.
-    antonyms: frozenset[str] = frozenset()
-    stands_for: frozenset[str] = frozenset()
-
-
-@dataclass(frozen=True, slots=True)
-class AnswerSentence:
-    """One answer sentence: its span, content words, whether it is negated, and whether it
-    states anything (``claim``: False for a question back to the user or a pleasantry)."""
-
-    start: int
-    end: int
-    tokens: tuple[AnswerToken, ...]
-    negated: bool
-    claim: bool = True
-
-
-#: Words of the pleasantries a chat answer wraps its facts in ("Hope that helps!", "Great
-#: question!", "You're welcome"): a sentence made of these and stop words states nothing.
-PHATIC_WORDS = frozenset({
-    "hope", "help", "helpful", "welcome", "thank", "thanks", "glad", "happy", "sure", "great",
-    "good", "nice", "awesome", "cool", "wow", "sorry", "hi", "hello", "hey", "bye", "goodbye",
-    "fun", "exciting", "wonderful", "interesting", "question", "sound", "luck", "pleasure",
-    "course", "absolutely", "definitely", "fascinating", "amazing", "lovely", "ok", "okay",
-})  # fmt: skip
-#: An exclamation this short without a name or number is a reaction, not a claim ("How
-#: exciting!", "Your dad has good taste!"); "It was the tallest building in the world!" is one.
-SHORT_EXCLAMATION = 6
-#: A question this short without a name is addressed to the user ("Which one?").
-SHORT_QUESTION = 6
-
-
-def _is_claim(sent: Any) -> bool:
-    """Whether a sentence of a (conversational) answer states something the contexts should
-    back. Not a claim: a question to the user ("Do you have a favourite rider?"), a short
-    exclamation without a name or number ("That's wonderful!"), a sentence of pleasantries
-    only ("Hope that helps."). Dialogue error analysis (docs/verdicts/faithfulness.md): these
-    turned grounded chat answers into FAILs, their words being found in no context."""
-    words = [t for t in sent if not (t.is_punct or t.is_space)]
-    if not words:
-        return False
-    last = sent[-1].text if not sent[-1].is_space else sent[-2].text if len(sent) > 1 else ""
-    if last.endswith("?"):
-        # a question back to the user ("Have you been there?"), not a rhetorical one that
-        # carries the content ("How can we build agents that solve social dilemmas?")
-        return not (
-            any(t.lower_ in ("you", "your", "yours") for t in words)
-            or (len(words) <= SHORT_QUESTION and not any(_is_named(t) for t in words))
-        )
-    if all((t.is_stop and not t.like_num) or t.lemma_.lower() in PHATIC_WORDS for t in words):
-        return False  # "Hope that helps!" (spaCy may take "Hope" for a name)
-    if any(_is_named(t) for t in words):
-        return True
-    return not (last.endswith("!") and len(words) < SHORT_EXCLAMATION)
-
-
-def _is_named(token: Any) -> bool:
-    """A proper noun, a number, or a word of a named entity (person, place, organisation...):
-    what a paraphrase keeps and a fabrication changes. The common words of a vague date or
-    time ("the night before", "the second half", "7 pm"'s "pm") are not names: they are
-    rephrased freely ("eve" -> "night"), and the hallucination check's parsed value catches a
-    wrong date or time."""
-    return token.like_num or token.pos_ in ("PROPN", "NUM") or token.ent_type_ in ENTITY_LABELS
-
-
-class WordRelations(Protocol):
-    """What the signals ask a lexicon (``verdictflow.lexicon.Lexicon``): words by ``(lemma,
-    coarse part of speech)``."""
-
-    def antonyms(self, lemma: str, pos: str) -> frozenset[str]: ...
-
-    def stands_for(self, lemma: str, pos: str) -> frozenset[str]: ...
-
-
-#: Parts of speech whose words are looked up in the lexicon.
-LEXICON_POS = frozenset({"NOUN", "VERB", "ADJ", "ADV"})
-
-
-def _relations_of(token: Any, lexicon: WordRelations | None) -> dict[str, frozenset[str]]:
-    if lexicon is None or token.pos_ not in LEXICON_POS or token.ent_type_:
-        return {}
-    lemma = token.lemma_.lower()
-    return {
-        "antonyms": lexicon.antonyms(lemma, token.pos_),
-        "stands_for": lexicon.stands_for(lemma, token.pos_),
-    }
-
-
-def answer_sentences(doc: Any, lexicon: WordRelations | None = None) -> tuple[AnswerSentence, ...]:
-    """The answer's sentences from its parsed ``Doc``. Content words: not punctuation or space,
-    with a letter or digit, and not a stop word unless a number or inside an entity (spaCy's
-    stop list has "two" and "three", which a wrong count must not hide behind). With a
-    ``lexicon``, each noun, verb, adjective and adverb outside an entity carries its antonyms
-    and the words it may stand in for."""
-    sentences = []
-    for sent in doc.sents:
-        tokens = tuple(
-            AnswerToken(
-                lower=t.lower_,
-                lemma=t.lemma_.lower(),
-                pos="NUM" if t.like_num else t.pos_,
-                start=t.idx,
-                end=t.idx + len(t.text),
-                entity=bool(t.ent_type_),
-                named=_is_named(t),
-                **_relations_of(t, lexicon),
-            )
-            for t in sent
-            if not (t.is_punct or t.is_space)
-            and (not t.is_stop or t.like_num or t.ent_type_)  # "two", "Three Rivers"
-            and any(c.isalnum() for c in t.text)
-        )
-        negated = any(t.lower_ in NEGATIONS or t.dep_ == "neg" for t in sent)
-        sentences.append(
-            AnswerSentence(sent.start_char, sent.end_char, tokens, negated, _is_claim(sent))
-        )
-    return tuple(sentences)
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,7 +165,7 @@ DETAIL_SIGNALS: tuple[str, ...] = (
     "order_conflicts",
 )
 #: The signals of the relation checks (:mod:`~verdictflow.evaluators.relations`), whose weights
-#: the relation perturbation set teaches (``scoring_jobs/faithfulness_training.fit``).
+#: the relation perturbation set teaches (``scoring_jobs/training/faithfulness_training.fit``).
 RELATION_SIGNALS: tuple[str, ...] = ("role_swaps", "misbound_facts", "order_conflicts")
 #: Every signal, in the order the model file lists them.
 SIGNAL_NAMES: tuple[str, ...] = SUPPORT_SIGNALS + DETAIL_SIGNALS
@@ -313,29 +186,6 @@ _MORE_IS_BETTER = frozenset(
 DIRECTIONS: dict[str, int] = {n: 1 if n in _MORE_IS_BETTER else -1 for n in SIGNAL_NAMES}
 
 
-def _found(token: AnswerToken, terms: frozenset[str]) -> bool:
-    return token.lower in terms or token.lemma in terms
-
-
-@dataclass(frozen=True, slots=True)
-class _Sentence:
-    context: int
-    start: int
-    end: int
-    terms: frozenset[str]
-    negated: bool
-
-
-def _context_sentences(contexts: Sequence[EvidenceIndex]) -> list[_Sentence]:
-    """Every context sentence. Negated if the index found a negated word, or if the sentence
-    has one of the answer side's :data:`NEGATIONS` (the index only looks at not / n't / never)."""
-    return [
-        _Sentence(i, s.start, s.end, s.terms, bool(s.negated) or not NEGATIONS.isdisjoint(s.terms))
-        for i, index in enumerate(contexts)
-        for s in index.sentences
-    ]
-
-
 def _share(count: float, total: int) -> float:
     return count / total if total else 0.0
 
@@ -343,19 +193,6 @@ def _share(count: float, total: int) -> float:
 def _log_count(count: int) -> float:
     """A count as the model reads it: ``log(1 + min(n, COUNT_CAP))``."""
     return math.log1p(min(count, COUNT_CAP))
-
-
-def _alignment(
-    sentence: AnswerSentence, candidates: Sequence[_Sentence], coverage: SentenceCoverage
-) -> tuple[float, list[_Sentence]]:
-    """Coverage of the answer sentence's content words by its best context sentence, and its
-    best pair of sentences (the best one plus the one adding most): a summary sentence often
-    joins two. Ties go to the earlier sentence, so the choice is deterministic."""
-    if not sentence.tokens or not candidates:
-        return 0.0, []
-    best, second, held = coverage.best_pair()
-    chosen = [candidates[best]] + ([candidates[second]] if second != best else [])
-    return held / len(sentence.tokens), chosen
 
 
 def _flipped_prefix(token: AnswerToken, terms: frozenset[str]) -> str | None:
@@ -371,49 +208,6 @@ def _flipped_prefix(token: AnswerToken, terms: frozenset[str]) -> str | None:
                 if prefix + form in terms:
                     return prefix + form
     return None
-
-
-#: Each claim's coverage by the context sentences, by the claim's first character: computed
-#: once by the analyzer (which needs each claim's best sentence to parse it) and reused here.
-Coverages = tuple[tuple[int, SentenceCoverage], ...]
-
-
-def claim_coverages(
-    sentences: Sequence[AnswerSentence], contexts: Sequence[EvidenceIndex]
-) -> Coverages:
-    """The coverage of every claim with content words by the context sentences (what
-    :func:`compute_signals` aligns; empty without contexts)."""
-    candidates = _context_sentences(contexts)
-    claims = [s for s in sentences if s.claim and s.tokens]
-    if not candidates or not claims:
-        return ()
-    index = SentenceIndex(
-        [c.terms for c in candidates],
-        [c.context for c in candidates],
-        (w for s in claims for t in s.tokens for w in (t.lower, t.lemma)),
-    )
-    return tuple((s.start, index.coverage([(t.lower, t.lemma) for t in s.tokens])) for s in claims)
-
-
-def supporting_sentences(
-    sentences: Sequence[AnswerSentence],
-    contexts: Sequence[EvidenceIndex],
-    coverages: Coverages,
-) -> list[tuple[int, Span] | None]:
-    """For each answer sentence, its best-supporting context sentence (context number and
-    span), as :func:`compute_signals` chooses it; None for a sentence that is not a claim,
-    has no content words, or no context. The analyzer parses these for the relation signals."""
-    candidates = _context_sentences(contexts)
-    by_start = dict(coverages)
-    out: list[tuple[int, Span] | None] = []
-    for sentence in sentences:
-        coverage = by_start.get(sentence.start)
-        if coverage is None or not sentence.claim:
-            out.append(None)
-            continue
-        _, chosen = _alignment(sentence, candidates, coverage)
-        out.append((chosen[0].context, (chosen[0].start, chosen[0].end)) if chosen else None)
-    return out
 
 
 def compute_signals(
@@ -436,7 +230,7 @@ def compute_signals(
     sentences = [s for s in sentences if s.claim]
     if chat:
         result = _without(result, chat)
-    candidates = _context_sentences(contexts)
+    candidates = context_sentences(contexts)
     all_terms: frozenset[str] = frozenset().union(*(c.terms for c in candidates))
     numbers = _context_numbers(contexts)
     novel = _novel_tokens(sentences, all_terms, numbers)
@@ -561,7 +355,7 @@ def _novel_tokens(
     digits, not as its digits in any separator or unit ("98.7" is in "98. 7 per cent")."""
 
     def found(token: AnswerToken) -> bool:
-        if _found(token, all_terms):
+        if found_in(token, all_terms):
             return True
         runs = _digit_runs(token.lower)
         return bool(runs) and runs in numbers
@@ -603,7 +397,7 @@ def _novelty_signals(
 def _alignment_signals(
     sentences: Sequence[AnswerSentence],
     answer_text: str,
-    candidates: Sequence[_Sentence],
+    candidates: Sequence[ContextSentence],
     all_terms: frozenset[str],
     values: dict[str, float],
     findings: list[Finding],
@@ -637,7 +431,7 @@ def _alignment_signals(
                             token.start, token.end, f"deficit {deficit:.2f}: in the contexts, "
                             "away from the rest of its sentence")
                 )  # fmt: skip
-        best, chosen = _alignment(sentence, candidates, coverage)
+        best, chosen = best_alignment(sentence, candidates, coverage)
         coverages.append(best)
         if not chosen:
             paraphrase_coverages.append(best)
@@ -660,7 +454,7 @@ def _alignment_signals(
         paraphrased += stand_ins
         paraphrase_coverages.append(min(1.0, best + stand_ins / len(sentence.tokens)))
         for token in sentence.tokens:
-            other = None if _found(token, all_terms) else _flipped_prefix(token, support_terms)
+            other = None if found_in(token, all_terms) else _flipped_prefix(token, support_terms)
             if other is not None:
                 flipped += 1
                 findings.append(
@@ -689,7 +483,7 @@ def _paraphrases(
     the antonym of one."""
     new = [
         t for t in sentence.tokens
-        if not t.named and t.pos in LEXICON_POS and not _found(t, all_terms)
+        if not t.named and t.pos in LEXICON_POS and not found_in(t, all_terms)
     ]  # fmt: skip
     # An antonym of a dropped word is a reversal (``antonym_swaps``), whatever else it might
     # stand for ("decreased" is a hyponym's relative of "slower" in the next sentence).
@@ -701,7 +495,7 @@ def _paraphrases(
 def _antonym_swaps(
     sentence: AnswerSentence,
     answer_text: str,
-    chosen: Sequence[_Sentence],
+    chosen: Sequence[ContextSentence],
     dropped: frozenset[str],
     all_terms: frozenset[str],
     findings: list[Finding],
@@ -711,7 +505,7 @@ def _antonym_swaps(
     decrease": ``dropped`` is the support's words the sentence does not use)."""
     count = 0
     for token in sentence.tokens:
-        if not token.antonyms or _found(token, all_terms):
+        if not token.antonyms or found_in(token, all_terms):
             continue
         opposite = sorted(token.antonyms & dropped)
         if opposite:

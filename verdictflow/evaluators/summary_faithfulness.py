@@ -17,7 +17,7 @@ same text normalisation, and the same per-record budget (a summary past
 ``too_long_for_nlp``). Cost: it makes one ``analyze`` call per batch, so each distinct article is
 indexed once, by the analyzer's context index (lexical by default: no neural pipeline) and
 cache; only the summaries go through ``nlp.pipe``. The judges parse article and summary in
-their own path (:mod:`~verdictflow.evaluators.judge.verdicts`); nothing is shared with it.
+their own path (:mod:`~verdictflow.evaluators.summary_judges.verdicts`); nothing is shared with it.
 """
 
 from __future__ import annotations

@@ -38,12 +38,12 @@ from pydantic import ValidationError
 from verdictflow.ingest.otlp import OtlpDecodeError, parse_json, parse_protobuf, response, spans_of
 from verdictflow.models.events import AnswerEvent
 from verdictflow.pipelines.traces import keep
-from verdictflow.rerank_api.http_errors import install_error_handlers
-from verdictflow.rerank_api.security import ApiGuard
 from verdictflow.settings import Settings
 from verdictflow.streams.admin import ensure_topics
 from verdictflow.streams.replay import make_producer
 from verdictflow.streams.topics import ANSWERS, SPANS
+from verdictflow.web.errors import install_error_handlers
+from verdictflow.web.security import ApiGuard
 
 logger = logging.getLogger(__name__)
 

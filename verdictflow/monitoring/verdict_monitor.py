@@ -30,12 +30,12 @@ import orjson
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from verdictflow.evaluators.kinds import KINDS
-from verdictflow.listeners import serve_metrics
 from verdictflow.metric_labels import NONE, LabelCap
 from verdictflow.models.verdicts import Decision, VerdictKind
 from verdictflow.settings import Settings
 from verdictflow.streams.tail import tail
 from verdictflow.streams.topics import VERDICT_TOPICS
+from verdictflow.web.listeners import serve_metrics
 
 logger = logging.getLogger(__name__)
 

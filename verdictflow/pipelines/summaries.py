@@ -10,9 +10,9 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from verdictflow.evaluators.judge.text import parse_all
-from verdictflow.evaluators.judge.verdicts import JudgeContext, Parser, score_batch
 from verdictflow.evaluators.summary_faithfulness import as_answer, score_summaries
+from verdictflow.evaluators.summary_judges.text import parse_all
+from verdictflow.evaluators.summary_judges.verdicts import JudgeContext, Parser, score_batch
 from verdictflow.exceptions import InvalidEvent
 from verdictflow.models.codec import decode, encode
 from verdictflow.models.events import SummaryEvent

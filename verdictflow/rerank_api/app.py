@@ -37,7 +37,7 @@ from verdictflow.embedders import make_embedder
 from verdictflow.rerank_api import artifacts, runtime
 from verdictflow.rerank_api.blend import Weights
 from verdictflow.rerank_api.follower import TopicFollower
-from verdictflow.rerank_api.http_errors import install_error_handlers
+from verdictflow.rerank_api.guards import install_guards
 from verdictflow.rerank_api.metrics import ApiMetrics
 from verdictflow.rerank_api.openapi import (
     error_responses,
@@ -53,9 +53,9 @@ from verdictflow.rerank_api.schemas import (
     SearchResponse,
     search_request_model,
 )
-from verdictflow.rerank_api.security import install_guards
 from verdictflow.rerank_api.settings import ApiSettings
 from verdictflow.settings import Settings
+from verdictflow.web.errors import install_error_handlers
 
 logger = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ from typing import Any
 
 from fastapi import FastAPI
 
+from verdictflow.rerank_api.guards import configured_token, needs_token
 from verdictflow.rerank_api.schemas import Error
-from verdictflow.rerank_api.security import configured_token, needs_token
 from verdictflow.rerank_api.settings import ApiSettings
 
 BEARER = "bearer"

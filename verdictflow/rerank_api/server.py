@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import uvicorn
 
-from verdictflow.listeners import host_checked
 from verdictflow.rerank_api.app import create_app
 from verdictflow.rerank_api.settings import ApiSettings
 from verdictflow.settings import Settings
+from verdictflow.web.listeners import host_checked
 
 
 def serve(api: ApiSettings, streams: Settings | None, log_level: str = "info") -> None:

@@ -28,9 +28,9 @@ from prometheus_client.registry import Collector
 if TYPE_CHECKING:
     from verdictflow.streams.safe_commit import SafeCommitConsumer
 
-from verdictflow.listeners import serve_metrics
 from verdictflow.streams.outbox import Outbox
 from verdictflow.streams.topics import DEAD_LETTERS
+from verdictflow.web.listeners import serve_metrics
 
 logger = logging.getLogger(__name__)
 
@@ -186,7 +186,7 @@ class WorkerMetrics:
 
     def serve(self, port: int, host: str = "127.0.0.1", token: str | None = None) -> None:
         """Expose ``/metrics`` on ``host:port`` from a daemon thread (behind the bearer
-        ``token`` when one is given: :func:`verdictflow.listeners.serve_metrics`)."""
+        ``token`` when one is given: :func:`verdictflow.web.listeners.serve_metrics`)."""
         serve_metrics(self.registry, host, port, token)
         logger.info("worker metrics on http://%s:%d/metrics", host, port)
 

@@ -80,7 +80,7 @@ def test_hallucination_fairness_one_group_forces_a_stricter_threshold():
 
 
 def test_judge_thresholds_are_on_0_to_10_and_reach_the_judge_verdicts():
-    from verdictflow.evaluators.judge.verdicts import JudgeContext, build_verdict
+    from verdictflow.evaluators.summary_judges.verdicts import JudgeContext, build_verdict
     from verdictflow.models.events import SummaryEvent
 
     spec = spec_for("judge.twin_lock")

@@ -20,9 +20,9 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from verdictflow.evaluators.judge.common import METRICS
-from verdictflow.evaluators.judge.verdicts import JudgeContext, Parser
 from verdictflow.evaluators.policy import Policy
+from verdictflow.evaluators.summary_judges.common import METRICS
+from verdictflow.evaluators.summary_judges.verdicts import JudgeContext, Parser
 from verdictflow.exceptions import VerdictflowError
 from verdictflow.models.codec import DEFAULT_MAX_EVENT_BYTES
 from verdictflow.models.verdicts import JudgeVerdict, Verdict, VerdictKind
@@ -92,7 +92,7 @@ def run_cli(
     the judges under ``policy``'s ``judge`` section and, unless it switches it off,
     faithfulness under its scoring context (``idf_stats`` only enters its config digest, as
     in the worker)."""
-    from verdictflow.evaluators.judge.verdicts import ALL_JUDGES
+    from verdictflow.evaluators.summary_judges.verdicts import ALL_JUDGES
     from verdictflow.pipelines.summaries import spacy_parser
     from verdictflow.scoring_setup import load_scoring
 

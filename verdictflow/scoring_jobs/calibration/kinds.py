@@ -79,7 +79,7 @@ def _answer_scorer(spec: KindSpec, idf_stats: str | None) -> BatchScorer:
 
 
 def _judge_scorer(spec: KindSpec) -> BatchScorer:
-    from verdictflow.evaluators.judge.verdicts import JudgeContext, score_batch
+    from verdictflow.evaluators.summary_judges.verdicts import JudgeContext, score_batch
     from verdictflow.pipelines.summaries import spacy_parser
 
     parse, version = spacy_parser()

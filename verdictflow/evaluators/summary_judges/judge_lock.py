@@ -18,15 +18,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from verdictflow.evaluators.judge import common, qag
-from verdictflow.evaluators.judge.alignment import alignment
-from verdictflow.evaluators.judge.keypoints import (
+from verdictflow.evaluators.summary_judges import common, qag
+from verdictflow.evaluators.summary_judges.alignment import alignment
+from verdictflow.evaluators.summary_judges.keypoints import (
     KeyPoint,
     extract_key_points,
     label_points,
     recall,
 )
-from verdictflow.evaluators.judge.rules import (
+from verdictflow.evaluators.summary_judges.rules import (
     Caps,
     band,
     clamp_score,
@@ -34,9 +34,9 @@ from verdictflow.evaluators.judge.rules import (
     mean,
     round_int,
 )
-from verdictflow.evaluators.judge.text import Parsed
-from verdictflow.evaluators.judge.toxicity import bias_toxicity
-from verdictflow.evaluators.judge.twin_lock import apply_cap, theme
+from verdictflow.evaluators.summary_judges.text import Parsed
+from verdictflow.evaluators.summary_judges.toxicity import bias_toxicity
+from verdictflow.evaluators.summary_judges.twin_lock import apply_cap, theme
 
 NAME = "judge_lock"
 KEY_POINTS = (4, 7)

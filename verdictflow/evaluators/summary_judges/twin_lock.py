@@ -9,12 +9,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from verdictflow.evaluators.judge import common
-from verdictflow.evaluators.judge.alignment import alignment
-from verdictflow.evaluators.judge.keypoints import extract_key_points, label_points, recall
-from verdictflow.evaluators.judge.rules import Caps, clamp_score, harmonic_mean, mean, round_int
-from verdictflow.evaluators.judge.text import Parsed
-from verdictflow.evaluators.judge.toxicity import bias_toxicity
+from verdictflow.evaluators.summary_judges import common
+from verdictflow.evaluators.summary_judges.alignment import alignment
+from verdictflow.evaluators.summary_judges.keypoints import extract_key_points, label_points, recall
+from verdictflow.evaluators.summary_judges.rules import (
+    Caps,
+    clamp_score,
+    harmonic_mean,
+    mean,
+    round_int,
+)
+from verdictflow.evaluators.summary_judges.text import Parsed
+from verdictflow.evaluators.summary_judges.toxicity import bias_toxicity
 
 NAME = "twin_lock"
 KEY_POINTS = (3, 7)

@@ -15,9 +15,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from verdictflow.evaluators.judge.claims import article_windows, best_window_support
-from verdictflow.evaluators.judge.rules import band
-from verdictflow.evaluators.judge.text import Parsed
+from verdictflow.evaluators.summary_judges.claims import article_windows, best_window_support
+from verdictflow.evaluators.summary_judges.rules import band
+from verdictflow.evaluators.summary_judges.text import Parsed
 
 MIN_SEGMENT_TOKENS = 6
 RELEVANCE_BANDS = ((0.8, "High"), (0.3, "Some"))  # an overlap of exactly 0.8 is "Some"

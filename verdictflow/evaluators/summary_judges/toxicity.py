@@ -20,9 +20,9 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from verdictflow.evaluators.judge.alignment import profile
-from verdictflow.evaluators.judge.rules import clamp_score
-from verdictflow.evaluators.judge.text import Parsed
+from verdictflow.evaluators.summary_judges.alignment import profile
+from verdictflow.evaluators.summary_judges.rules import clamp_score
+from verdictflow.evaluators.summary_judges.text import Parsed
 
 MILD_PROFANITY = frozenset(
     [

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import orjson
 
-from tests.judge.test_client import client, request, run
+from tests.judge_tier.test_client import client, request, run
 from tests.support.openai_standin import StandIn, serve
 from verdictflow.evaluators import faithfulness_llm as contract
 from verdictflow.evaluators.escalation import Priority

@@ -5,7 +5,7 @@ It reads ``internal.judge-requests`` (written by the NLP tier for answers and th
 agent for summaries, when the policy escalates their faithfulness verdict; each request holds
 the reviewed verdict and the text, so nothing is joined here), keyed by the content's hash.
 Per batch, the requests are judged concurrently within the budget, FAILs first
-(:class:`~verdictflow.judge.client.JudgeClient`). Each judgement is written to the cache table
+(:class:`~verdictflow.judge_tier.client.JudgeClient`). Each judgement is written to the cache table
 ``judge-cache`` (keyed by the same content hash, so co-partitioned with its requests) and its
 changelog write awaited *before* the verdict is sent: a request delivered again (a restarted
 worker, a replay) finds the judgement there and gives the same verdict, byte for byte, without
@@ -13,7 +13,7 @@ asking the judge again. Offsets are committed after the verdicts are delivered
 (:mod:`verdictflow.streams.batch_agent`), so a worker killed mid-request asks again after its
 restart and emits the same verdict id.
 
-The budget is the deployment's, not the process's (:mod:`verdictflow.judge.budget`): what was
+The budget is the deployment's, not the process's (:mod:`verdictflow.judge_tier.budget`): what was
 sent is kept per request partition in the cache table (:class:`TableLedger`), written and
 awaited before the request it pays for is sent, and this worker takes the share of each limit
 that its share of the request partitions says.
@@ -35,8 +35,8 @@ from pydantic import ValidationError
 
 from verdictflow.evaluators.escalation import Priority
 from verdictflow.evaluators.faithfulness_llm import JudgeContext, build_verdict
-from verdictflow.judge.budget import BudgetSkipped, utc_day
-from verdictflow.judge.client import JudgeClient, JudgeUnavailable
+from verdictflow.judge_tier.budget import BudgetSkipped, utc_day
+from verdictflow.judge_tier.client import JudgeClient, JudgeUnavailable
 from verdictflow.models.codec import encode
 from verdictflow.models.judge import Judgement, JudgeRequest
 from verdictflow.models.verdicts import Verdict
@@ -64,7 +64,7 @@ UNAVAILABLE_PAUSE = 5.0
 
 class TableLedger:
     """What was sent per request partition, in the judge's cache table (changelogged, so it
-    moves with its partition and survives restarts; :mod:`verdictflow.judge.budget`): per
+    moves with its partition and survives restarts; :mod:`verdictflow.judge_tier.budget`): per
     partition, the tokens of each UTC day (``budget/day/<day>/<partition>``) and the requests
     and tokens of each second of the last window (``budget/window/<partition>``). This
     worker's spend is the sum over the partitions it owns; a request is counted in its own

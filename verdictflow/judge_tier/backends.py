@@ -5,7 +5,7 @@ read the answer is :mod:`verdictflow.evaluators.faithfulness_llm`'s.
 - :class:`OpenAIBackend`: the official ``openai`` client against any compatible endpoint
   (OpenAI, Azure's OpenAI-compatible route, vLLM, llama.cpp's server, Ollama), with its own
   retries off (``max_retries=0``): every attempt must pass the budget
-  (:mod:`verdictflow.judge.client` retries). JSON mode is asked for
+  (:mod:`verdictflow.judge_tier.client` retries). JSON mode is asked for
   (``response_format={"type": "json_object"}``), temperature 0 and a fixed seed.
 - :class:`CrossEncoderBackend`: a sentence-transformers ``CrossEncoder`` from a local
   directory (an NLI model, or an HHEM- or MiniCheck-style one), for data that must not leave

@@ -9,14 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from verdictflow.evaluators.judge.claims import (
+from verdictflow.evaluators.summary_judges.claims import (
     Claim,
     extraneous_tokens,
     label_claims,
     unsupported_fraction,
 )
-from verdictflow.evaluators.judge.segments import Segment, score_segments
-from verdictflow.evaluators.judge.text import Parsed, Tok
+from verdictflow.evaluators.summary_judges.segments import Segment, score_segments
+from verdictflow.evaluators.summary_judges.text import Parsed, Tok
 
 METRICS = ("coverage", "alignment", "hallucination", "relevance", "bias_toxicity")
 MAX_EVIDENCE_ITEMS = 32

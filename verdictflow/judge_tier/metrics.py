@@ -11,8 +11,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from verdictflow.metric_labels import LabelCap
 
 if TYPE_CHECKING:
-    from verdictflow.judge.backends import Reply
-    from verdictflow.judge.budget import Spend
+    from verdictflow.judge_tier.backends import Reply
+    from verdictflow.judge_tier.budget import Spend
 
 
 class JudgeMetrics:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from verdictflow.evaluators.judge.text import Parsed
+from verdictflow.evaluators.summary_judges.text import Parsed
 
 DAMPING = 0.85
 ITERATIONS = 50
@@ -104,7 +104,7 @@ COVERAGE_BANDS = ((0.75, "Fully"), (0.25, "Partial"))
 
 def label_points(points: list[KeyPoint], summary_keys: frozenset[str]) -> list[dict[str, object]]:
     """Each key point with the share of its content words in the summary and its label."""
-    from verdictflow.evaluators.judge.rules import band
+    from verdictflow.evaluators.summary_judges.rules import band
 
     out: list[dict[str, object]] = []
     for p in points:

@@ -14,7 +14,7 @@ requests/min to 142 with the default 200,000 tokens/min (``bench/judge_throughpu
 sent 43 requests in 60 s under ``requests_per_minute: 40``, and the day's tokens were counted
 again after every restart). What was sent is kept per request partition in a
 :class:`SpendLedger`: in a worker, the judge agent's changelogged table
-(``agents/judge.py``), written and awaited *before* the request it pays for is sent. Every
+(``agents/judge_tier.py``), written and awaited *before* the request it pays for is sent. Every
 judge process of an app is a member of one consumer group (``<app id>-judge``) and owns some
 of the ``internal.judge-requests`` partitions; it may send while what was sent *for its
 partitions* in the last window (and today) stays within its share of each limit,

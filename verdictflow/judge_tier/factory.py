@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from verdictflow.evaluators.judge_tier_policy import JudgeTierPolicy
 from verdictflow.exceptions import VerdictflowError
-from verdictflow.judge.backends import Backend, CrossEncoderBackend, OpenAIBackend
-from verdictflow.judge.client import JudgeClient
-from verdictflow.judge.metrics import JudgeMetrics
+from verdictflow.judge_tier.backends import Backend, CrossEncoderBackend, OpenAIBackend
+from verdictflow.judge_tier.client import JudgeClient
+from verdictflow.judge_tier.metrics import JudgeMetrics
 from verdictflow.settings import JudgeSettings
 
 

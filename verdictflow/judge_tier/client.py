@@ -10,7 +10,7 @@ Outcomes, for one request:
 - a deferral without asking: the prompt is longer than ``max_prompt_chars``
   (``too_long_for_judge``), or the endpoint refused this request itself (400, 413, 422:
   ``judge_refused``);
-- :class:`~verdictflow.judge.budget.BudgetSkipped`: not judged for budget; the caller counts it
+- :class:`~verdictflow.judge_tier.budget.BudgetSkipped`: not judged for budget; the caller counts it
   and emits nothing;
 - :class:`JudgeUnavailable`: the endpoint kept failing (5xx, 429, timeouts, connection errors,
   a misconfiguration: 401, 403, 404) through every attempt, or the breaker is open; the caller
@@ -33,9 +33,9 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 from verdictflow.evaluators import faithfulness_llm as contract
 from verdictflow.evaluators.escalation import Priority
 from verdictflow.evaluators.judge_tier_policy import JudgeTierPolicy
-from verdictflow.judge.backends import Backend, Reply
-from verdictflow.judge.budget import Budget, prompt_tokens
-from verdictflow.judge.metrics import JudgeMetrics
+from verdictflow.judge_tier.backends import Backend, Reply
+from verdictflow.judge_tier.budget import Budget, prompt_tokens
+from verdictflow.judge_tier.metrics import JudgeMetrics
 from verdictflow.models.judge import Judgement, JudgeRequest
 from verdictflow.models.verdicts import ReasonCode
 

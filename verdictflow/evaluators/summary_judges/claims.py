@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from verdictflow.evaluators.judge.text import ANCHOR_LABELS, Parsed, Tok, entails
+from verdictflow.evaluators.summary_judges.text import ANCHOR_LABELS, Parsed, Tok, entails
 
 MAX_CLAIMS = 10
 MIN_CLAIM_CONTENT = 2

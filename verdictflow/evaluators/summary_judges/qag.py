@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from verdictflow.evaluators.judge.text import Parsed, Span
+from verdictflow.evaluators.summary_judges.text import Parsed, Span
 
 N_QUESTIONS = 6
 _ENTITY_PRIORITY = ("PERSON", "ORG", "GPE", "LOC", "NORP", "FAC", "EVENT", "PRODUCT")

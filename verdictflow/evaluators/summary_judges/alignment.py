@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from verdictflow.evaluators.judge.rules import clamp_score
-from verdictflow.evaluators.judge.text import Parsed
+from verdictflow.evaluators.summary_judges.rules import clamp_score
+from verdictflow.evaluators.summary_judges.text import Parsed
 
 WEIGHTS = {"tone": 0.3, "subjectivity": 0.15, "hedging": 0.1, "focus": 0.3, "meaning": 0.15}
 NO_DISTORTION = 0.1

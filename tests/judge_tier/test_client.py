@@ -12,9 +12,9 @@ from tests.support.openai_standin import StandIn, serve
 from verdictflow.evaluators.escalation import Priority
 from verdictflow.evaluators.faithfulness_llm import JudgeContext, build_verdict
 from verdictflow.evaluators.judge_tier_policy import JudgeBudget, JudgeTierPolicy
-from verdictflow.judge.backends import OpenAIBackend
-from verdictflow.judge.budget import Budget, BudgetSkipped
-from verdictflow.judge.client import JudgeClient, JudgeUnavailable
+from verdictflow.judge_tier.backends import OpenAIBackend
+from verdictflow.judge_tier.budget import Budget, BudgetSkipped
+from verdictflow.judge_tier.client import JudgeClient, JudgeUnavailable
 from verdictflow.models.events import AnswerEvent
 from verdictflow.models.judge import Judgement, JudgeRequest, ReviewedVerdict
 from verdictflow.models.verdicts import Decision, ReasonCode, VerdictKind

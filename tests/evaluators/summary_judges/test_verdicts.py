@@ -5,11 +5,15 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from verdictflow.evaluators.judge import judge_lock, qag, twin_lock
-from verdictflow.evaluators.judge.keypoints import extract_key_points, jaccard
-from verdictflow.evaluators.judge.text import parse_all
-from verdictflow.evaluators.judge.toxicity import MILD_PROFANITY, bias_toxicity, profanity_words
-from verdictflow.evaluators.judge.verdicts import JudgeConfig, JudgeContext, score_batch
+from verdictflow.evaluators.summary_judges import judge_lock, qag, twin_lock
+from verdictflow.evaluators.summary_judges.keypoints import extract_key_points, jaccard
+from verdictflow.evaluators.summary_judges.text import parse_all
+from verdictflow.evaluators.summary_judges.toxicity import (
+    MILD_PROFANITY,
+    bias_toxicity,
+    profanity_words,
+)
+from verdictflow.evaluators.summary_judges.verdicts import JudgeConfig, JudgeContext, score_batch
 from verdictflow.models.events import SummaryEvent
 from verdictflow.nlp import load_pipeline, pipeline_version
 from verdictflow.pipelines.summaries import judge_records

@@ -42,7 +42,7 @@ def tiny_cross_encoder(directory: Path, labels: int) -> Path:
 
 @pytest.mark.parametrize("labels", [1, 3])
 def test_a_local_cross_encoder_judges_claims_in_the_contract(tmp_path: Path, labels: int) -> None:
-    from verdictflow.judge.backends import CrossEncoderBackend
+    from verdictflow.judge_tier.backends import CrossEncoderBackend
 
     backend = CrossEncoderBackend(str(tiny_cross_encoder(tmp_path / "ce", labels)))
     event = AnswerEvent(

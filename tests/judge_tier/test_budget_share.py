@@ -9,10 +9,10 @@ import asyncio
 import time
 from typing import Any
 
-from verdictflow.agents.judge import TableLedger
+from verdictflow.agents.judge_tier import TableLedger
 from verdictflow.evaluators.escalation import Priority
 from verdictflow.evaluators.judge_tier_policy import JudgeBudget
-from verdictflow.judge.budget import Budget, BudgetSkipped
+from verdictflow.judge_tier.budget import Budget, BudgetSkipped
 from verdictflow.streams.durable_table import writes_for
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from verdictflow.evaluators.judge import judge_lock, twin_lock
-from verdictflow.evaluators.judge.claims import Claim, unsupported_fraction
-from verdictflow.evaluators.judge.common import Shared
-from verdictflow.evaluators.judge.keypoints import COVERAGE_BANDS, recall
-from verdictflow.evaluators.judge.rules import (
+from verdictflow.evaluators.summary_judges import judge_lock, twin_lock
+from verdictflow.evaluators.summary_judges.claims import Claim, unsupported_fraction
+from verdictflow.evaluators.summary_judges.common import Shared
+from verdictflow.evaluators.summary_judges.keypoints import COVERAGE_BANDS, recall
+from verdictflow.evaluators.summary_judges.rules import (
     Caps,
     band,
     clamp_score,
@@ -16,7 +16,7 @@ from verdictflow.evaluators.judge.rules import (
     round_half_up,
     round_int,
 )
-from verdictflow.evaluators.judge.segments import RELEVANCE_BANDS, Segment
+from verdictflow.evaluators.summary_judges.segments import RELEVANCE_BANDS, Segment
 
 
 def claims(*labels: str) -> list[Claim]:
@@ -78,7 +78,7 @@ def test_twin_hallucination_score_rounds_half_up():
 
 def test_judge_hallucination_raw_and_severity():
     s = shared(("Unsupported", "Supported"))  # uf 0.5: exactly on the edge -> moderate
-    from verdictflow.evaluators.judge.rules import band as b
+    from verdictflow.evaluators.summary_judges.rules import band as b
 
     assert b(0.5, judge_lock.SEVERITY_BANDS, "minor") == "moderate"
     assert b(0.51, judge_lock.SEVERITY_BANDS, "minor") == "severe"

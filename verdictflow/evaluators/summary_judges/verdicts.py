@@ -26,11 +26,11 @@ import orjson
 from verdictflow.environment import environment_digest
 from verdictflow.evaluators import text_normalise
 from verdictflow.evaluators.answer_verdicts import verdict_id
-from verdictflow.evaluators.judge import common, judge_lock, twin_lock
-from verdictflow.evaluators.judge.rules import round_half_up
-from verdictflow.evaluators.judge.text import Parsed
 from verdictflow.evaluators.language import unsupported_script
 from verdictflow.evaluators.policy import BudgetPolicy, JudgePolicy, defer, gate
+from verdictflow.evaluators.summary_judges import common, judge_lock, twin_lock
+from verdictflow.evaluators.summary_judges.rules import round_half_up
+from verdictflow.evaluators.summary_judges.text import Parsed
 from verdictflow.evaluators.text_normalise import clean as clean_text
 from verdictflow.models.events import SummaryEvent
 from verdictflow.models.verdicts import Decision, JudgeVerdict, Reason, ReasonCode, VerdictKind
