@@ -17,7 +17,6 @@ from verdictflow.evaluators.kinds import (
     Tier,
     UnknownKindError,
     answer_kinds,
-    emitted_by,
     series_name,
     spec_for,
 )
@@ -63,22 +62,6 @@ def test_lexical_and_nlp_tiers_split_the_answer_kinds() -> None:
     assert nlp == ["hallucination", "faithfulness"]
     assert [s.name for s in answer_kinds()] == lexical + nlp
     assert all(Need.SPACY not in s.needs for s in answer_kinds(Tier.LEXICAL))
-
-
-def test_faithfulness_is_also_emitted_for_summaries_by_the_summaries_agent() -> None:
-    faithfulness = spec_for("faithfulness")
-    assert faithfulness.also_emitted == ((Scope.SUMMARY, "vf-summaries"),)
-    assert faithfulness.agents == ("vf-answers-nlp", "vf-summaries")
-    assert faithfulness.scope is Scope.ANSWER  # calibrated on answers; its tier is unchanged
-    assert [s.name for s in emitted_by("vf-summaries")] == [
-        "faithfulness",
-        "judge.twin_lock",
-        "judge.judge_lock",
-    ]
-    assert [s.name for s in emitted_by("vf-answers-nlp")] == ["hallucination", "faithfulness"]
-    judged = spec_for("faithfulness_llm")  # the judge tier reviews both scopes
-    assert judged.also_emitted == ((Scope.SUMMARY, "vf-judge"),)
-    assert all(not s.also_emitted for s in KINDS if s not in (faithfulness, judged))
 
 
 def test_score_answers_emits_the_tiers_kinds_in_registry_order() -> None:

@@ -24,9 +24,10 @@ from typing import Any
 
 import faust
 
+from verdictflow.agents.names import TIER_AGENTS
 from verdictflow.evaluators.answer_analysis import AnswerAnalyzer
 from verdictflow.evaluators.answer_verdicts import ScoringContext
-from verdictflow.evaluators.kinds import TIER_AGENTS, Tier
+from verdictflow.evaluators.kinds import Tier
 from verdictflow.pipelines import Output
 from verdictflow.pipelines.answers import answer_outputs
 from verdictflow.settings import Settings

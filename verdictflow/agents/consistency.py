@@ -25,6 +25,7 @@ from typing import Any
 import faust
 import orjson
 
+from verdictflow.agents.names import CONSISTENCY_AGENT
 from verdictflow.evaluators import variant_groups as vg
 from verdictflow.evaluators.answer_verdicts import ScoringContext
 from verdictflow.pipelines.groups import apply_group_message, close_message
@@ -84,7 +85,7 @@ def register(
     consistency_agent = batch_agent(
         app,
         topics[CONSISTENCY_GROUPS],
-        name="vf-consistency",
+        name=CONSISTENCY_AGENT,
         settings=settings,
         outbox=outbox,
         handle=per_record(handle),

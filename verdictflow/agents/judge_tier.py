@@ -33,8 +33,10 @@ from typing import Any
 import faust
 from pydantic import ValidationError
 
+from verdictflow.agents.names import TIER_AGENTS
 from verdictflow.evaluators.escalation import Priority
 from verdictflow.evaluators.faithfulness_llm import JudgeContext, build_verdict
+from verdictflow.evaluators.kinds import Tier
 from verdictflow.judge_tier.budget import BudgetSkipped, utc_day
 from verdictflow.judge_tier.client import JudgeClient, JudgeUnavailable
 from verdictflow.models.codec import encode
@@ -54,7 +56,7 @@ from verdictflow.streams.topics import JUDGE_CACHE_TABLE, JUDGE_REQUESTS, verdic
 
 logger = logging.getLogger(__name__)
 
-AGENT = "vf-judge"
+AGENT = TIER_AGENTS[Tier.JUDGE]
 #: Requests taken per batch at most (or the worker's ``batch_size`` when smaller): enough to
 #: keep ``max_concurrency`` requests in flight; a batch's offsets commit when all are sent.
 BATCH_SIZE = 32

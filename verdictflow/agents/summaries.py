@@ -26,9 +26,9 @@ from typing import Any
 
 import faust
 
+from verdictflow.agents.names import SUMMARIES_AGENT
 from verdictflow.evaluators.answer_analysis import AnswerAnalyzer
 from verdictflow.evaluators.answer_verdicts import ScoringContext
-from verdictflow.evaluators.kinds import SUMMARIES_AGENT
 from verdictflow.evaluators.policy import Policy
 from verdictflow.evaluators.summary_judges.verdicts import JudgeContext, Parser
 from verdictflow.pipelines import Output

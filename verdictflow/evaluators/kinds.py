@@ -1,8 +1,8 @@
 """Every verdict kind, declared once: the registry.
 
-An entry is a kind's whole contract: the input it scores, the agent (for answers, the tier)
-that emits it, any other input it is also scored on and by which agent (faithfulness: summaries,
-by ``vf-summaries``; :func:`emitted_by`), how to read its score (direction and scale), where
+An entry is a kind's whole contract: the input it scores, the tier that scores it (answers),
+any other input it is also scored on (faithfulness: summaries), how to read its score
+(direction and scale), where
 its threshold lives in the policy, what a process must load to score it, its scorer, and its
 documentation page. The
 answers pipeline (:mod:`~verdictflow.evaluators.answer_batch`), ``eval``, ``calibrate``,
@@ -14,7 +14,8 @@ Judge verdicts share one topic (``verdicts.judge``), but each judge is its own e
 drift baseline. An entry's ``name`` is that series' name; ``kind`` is the topic's.
 
 Adding a kind: its scorer module in ``evaluators/``, a :class:`VerdictKind` value, a policy
-section with a ``threshold``, one entry here, and a page in ``docs/verdicts/``.
+section with a ``threshold``, one entry here, and a page in ``docs/verdicts/``. The registry
+names no Faust agent: which agent emits a kind is :mod:`verdictflow.agents.names`.
 """
 
 from __future__ import annotations
@@ -72,14 +73,6 @@ class Need(StrEnum):
 
 #: A DEFER's score in gate space: below every threshold in [0, 1], so a DEFER never passes.
 DEFER_SCORE = -1.0
-#: The Faust agent of each answers tier (and, so, its consumer group's agent).
-TIER_AGENTS: dict[Tier, str] = {
-    Tier.LEXICAL: "vf-answers",
-    Tier.NLP: "vf-answers-nlp",
-    Tier.JUDGE: "vf-judge",
-}
-#: The Faust agent of ``summaries``: the judges, and faithfulness on summaries.
-SUMMARIES_AGENT = "vf-summaries"
 #: Which side of the threshold passes.
 Direction = Literal["higher", "lower"]
 #: A per-answer scorer: the event, its spaCy parse (None unless the kind needs spaCy) and the
@@ -94,7 +87,6 @@ class KindSpec:
     name: str
     kind: VerdictKind
     scope: Scope
-    agent: str
     direction: Direction
     scale: float  # the score's upper bound: 1 for answer kinds, 10 for judges
     doc: str  # the kind's page, relative to the repository root
@@ -107,15 +99,10 @@ class KindSpec:
     #: scorer takes an event that carries all its variants inline).
     score: AnswerScorer | None = None
     judge: str | None = None  # summary kinds: the judge's name in the policy and the verdict
-    #: Other inputs the kind is also scored on, each with the agent that emits it for them
-    #: (same topic, scorer, threshold and page): faithfulness on summaries, by
-    #: ``vf-summaries`` (:mod:`~verdictflow.evaluators.summary_faithfulness`).
-    also_emitted: tuple[tuple[Scope, str], ...] = ()
-
-    @property
-    def agents(self) -> tuple[str, ...]:
-        """Every agent that emits this kind: its own, then those of :attr:`also_emitted`."""
-        return (self.agent, *(agent for _, agent in self.also_emitted))
+    #: Other inputs the kind is also scored on (same topic, scorer, threshold and page):
+    #: faithfulness on summaries (:mod:`~verdictflow.evaluators.summary_faithfulness`). Which
+    #: agent emits a kind for which input is the drivers' business (``agents/names.py``).
+    also_emitted: tuple[Scope, ...] = ()
 
     @property
     def event_model(self) -> type[BaseModel]:
@@ -180,7 +167,6 @@ KINDS: tuple[KindSpec, ...] = (
         name="groundedness",
         kind=VerdictKind.GROUNDEDNESS,
         scope=Scope.ANSWER,
-        agent=TIER_AGENTS[Tier.LEXICAL],
         direction="higher",
         scale=1.0,
         doc="docs/verdicts/groundedness.md",
@@ -191,7 +177,6 @@ KINDS: tuple[KindSpec, ...] = (
         name="relevance",
         kind=VerdictKind.RELEVANCE,
         scope=Scope.ANSWER,
-        agent=TIER_AGENTS[Tier.LEXICAL],
         direction="higher",
         scale=1.0,
         doc="docs/verdicts/relevance.md",
@@ -203,7 +188,6 @@ KINDS: tuple[KindSpec, ...] = (
         name="completeness",
         kind=VerdictKind.COMPLETENESS,
         scope=Scope.ANSWER,
-        agent=TIER_AGENTS[Tier.LEXICAL],
         direction="higher",
         scale=1.0,
         doc="docs/verdicts/completeness.md",
@@ -214,7 +198,6 @@ KINDS: tuple[KindSpec, ...] = (
         name="hallucination",
         kind=VerdictKind.HALLUCINATION,
         scope=Scope.ANSWER,
-        agent=TIER_AGENTS[Tier.NLP],
         direction="lower",
         scale=1.0,
         doc="docs/verdicts/hallucination.md",
@@ -227,7 +210,6 @@ KINDS: tuple[KindSpec, ...] = (
         name="faithfulness",
         kind=VerdictKind.FAITHFULNESS,
         scope=Scope.ANSWER,
-        agent=TIER_AGENTS[Tier.NLP],
         direction="higher",
         scale=1.0,
         doc="docs/verdicts/faithfulness.md",
@@ -235,25 +217,23 @@ KINDS: tuple[KindSpec, ...] = (
         needs=frozenset({Need.SPACY}),
         perturbations=_CASED_MODEL,
         score=_parsed(score_faithfulness),
-        also_emitted=((Scope.SUMMARY, SUMMARIES_AGENT),),
+        also_emitted=(Scope.SUMMARY,),
     ),
     KindSpec(
         name="faithfulness_llm",
         kind=VerdictKind.FAITHFULNESS_LLM,
         scope=Scope.ANSWER,
-        agent=TIER_AGENTS[Tier.JUDGE],
         direction="higher",
         scale=1.0,
         doc="docs/verdicts/faithfulness_llm.md",
         tier=Tier.JUDGE,
         # no offline scorer: it asks a judge endpoint (verdictflow/judge_tier), a driver's job
-        also_emitted=((Scope.SUMMARY, TIER_AGENTS[Tier.JUDGE]),),
+        also_emitted=(Scope.SUMMARY,),
     ),
     KindSpec(
         name="consistency",
         kind=VerdictKind.CONSISTENCY,
         scope=Scope.VARIANT_GROUP,
-        agent="vf-consistency",
         direction="higher",
         scale=1.0,
         doc="docs/verdicts/consistency.md",
@@ -264,7 +244,6 @@ KINDS: tuple[KindSpec, ...] = (
             name=f"judge.{judge}",
             kind=VerdictKind.JUDGE,
             scope=Scope.SUMMARY,
-            agent=SUMMARIES_AGENT,
             direction="higher",
             scale=10.0,
             doc="docs/verdicts/judge.md",
@@ -302,11 +281,6 @@ def answer_kinds(tier: Tier | None = None) -> tuple[KindSpec, ...]:
             s for s in KINDS if s.scope is Scope.ANSWER and s.tier in (Tier.LEXICAL, Tier.NLP)
         )
     return tuple(s for s in KINDS if s.scope is Scope.ANSWER and s.tier is tier)
-
-
-def emitted_by(agent: str) -> tuple[KindSpec, ...]:
-    """The kinds ``agent`` emits (``vf-summaries``: both judges and faithfulness)."""
-    return tuple(s for s in KINDS if agent in s.agents)
 
 
 def series_name(kind: str, judge: object = None) -> str:
