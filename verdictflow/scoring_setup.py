@@ -7,11 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from verdictflow.background import resolve_stats
 from verdictflow.evaluators import completeness, relevance
 from verdictflow.evaluators.answer_analysis import CACHE_BYTES, COMPONENTS, AnswerAnalyzer
 from verdictflow.evaluators.answer_verdicts import ScoringContext
 from verdictflow.evaluators.policy import Policy
+from verdictflow.idf_stats import resolve_stats
 from verdictflow.lexicon import LazyLexicon, lexicon_version
 from verdictflow.nlp import LazyPipeline, installed_pipeline_version
 

@@ -7,7 +7,6 @@ import math
 import pytest
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from verdictflow.background import read_stats, write_stats
 from verdictflow.evaluators.relevance import (
     BackgroundStats,
     build_background_stats,
@@ -15,6 +14,7 @@ from verdictflow.evaluators.relevance import (
     tfidf_vector,
 )
 from verdictflow.evaluators.tokenize import Tokenizer
+from verdictflow.idf_stats import read_stats, write_stats
 
 TOK = Tokenizer()
 

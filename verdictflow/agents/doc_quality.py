@@ -34,7 +34,7 @@ import orjson
 
 from verdictflow.agents import doc_quality_state as state
 from verdictflow.agents.doc_quality_index import DocIndexReader
-from verdictflow.cpesh import CpeshClient
+from verdictflow.cpesh_client import CpeshClient
 from verdictflow.embedders import make_embedder
 from verdictflow.evaluators.doc_quality import QualityConfig
 from verdictflow.exceptions import InvalidEvent

@@ -95,7 +95,7 @@ def build_idf(
     ] = False,
 ) -> None:
     """Build background document frequencies for relevance's TF-IDF."""
-    from verdictflow.background import write_stats
+    from verdictflow.idf_stats import write_stats
     from verdictflow.scoring_jobs.batch.build_idf import build_from_corpus, build_from_wordfreq
 
     if wordfreq == bool(corpus):
@@ -138,7 +138,7 @@ def calibrate(
 ) -> None:
     """Choose a kind's threshold from a labelled golden set; write a policy (and a report)."""
     from verdictflow.evaluators.policy import load_policy
-    from verdictflow.outputs import Outputs, check_outputs
+    from verdictflow.job_outputs import Outputs, check_outputs
     from verdictflow.scoring_jobs.calibration import calibrate as cal
     from verdictflow.scoring_jobs.calibration.report import report_files
 

@@ -14,7 +14,7 @@ import pytest
 
 from tests.support.processes import run_verdictflow
 from verdictflow.agents import doc_quality_state as state
-from verdictflow.cpesh import CpeshClient, cpesh_margins
+from verdictflow.cpesh_client import CpeshClient, cpesh_margins
 from verdictflow.evaluators.doc_quality import QualityConfig, cpesh_margin
 from verdictflow.evaluators.embedding import embed_texts
 from verdictflow.models.events import DocUpdate

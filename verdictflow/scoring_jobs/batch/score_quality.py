@@ -301,7 +301,7 @@ def score_quality(
         err.print(f"no edges file at {edges}: graph degree is 0 for every document")
     margins = None
     if use_cpesh:
-        from verdictflow.cpesh import cpesh_margins
+        from verdictflow.cpesh_client import cpesh_margins
         from verdictflow.settings import CpeshSettings
 
         margins = asyncio.run(cpesh_margins(corpus.texts, CpeshSettings(), embed_with))

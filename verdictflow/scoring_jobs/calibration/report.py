@@ -14,13 +14,13 @@ from typing import Any
 import orjson
 
 from verdictflow.evaluators.calibration import rates_at, variance_margin
-from verdictflow.outputs import Outputs
+from verdictflow.job_outputs import Outputs
 from verdictflow.scoring_jobs.calibration.calibrate import Calibration
 
 
 def write_report(result: Calibration, out_dir: Path) -> list[Path]:
     """ROC and DET curves (PNG), a Markdown table and the figures as JSON, written
-    atomically (all or none: :class:`~verdictflow.outputs.Outputs`)."""
+    atomically (all or none: :class:`~verdictflow.job_outputs.Outputs`)."""
     outputs = Outputs()
     for path, data in report_files(result, out_dir):
         outputs.add(path, data)

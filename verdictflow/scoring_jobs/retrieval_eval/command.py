@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.progress import Progress
 
 from verdictflow.digests import file_digest
-from verdictflow.outputs import Outputs, check_outputs
+from verdictflow.job_outputs import Outputs, check_outputs
 from verdictflow.scoring_jobs.retrieval_eval.inputs import (
     Document,
     RQInputError,
