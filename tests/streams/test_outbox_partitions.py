@@ -48,7 +48,7 @@ async def test_keys_go_where_the_default_partitioner_sends_them(partitions: set[
     outbox = FaustOutbox.__new__(FaustOutbox)
     keys = [f"answer-{i}".encode() for i in range(40)] + [b""]
     records = [(k, b"v", []) for k in keys]
-    await outbox._send_batches(producer, "t", records, {})  # type: ignore[arg-type]
+    await outbox._send_batches(producer, "t", records)  # type: ignore[arg-type]
     ordered = sorted(partitions)
     expected = {k: DefaultPartitioner()(k, ordered, ordered) for k in keys}
     placed = {k: partition for _, partition, batch in producer.sent for k in batch}

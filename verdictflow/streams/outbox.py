@@ -7,7 +7,6 @@ from collections.abc import Awaitable, Mapping
 from typing import Any, Protocol
 
 from aiokafka import AIOKafkaProducer
-from aiokafka.partitioner import murmur2
 from mode import Service
 from pydantic import BaseModel
 
@@ -15,6 +14,7 @@ from verdictflow.models.codec import encode
 from verdictflow.settings import Settings
 from verdictflow.streams.kafka_security import aiokafka_security_kwargs
 from verdictflow.streams.record_limits import check_record
+from verdictflow.streams.records import key_partition
 from verdictflow.streams.topics import DEAD_LETTERS, DOC_QUALITY, VERDICT_TOPICS
 
 #: Topics no Faust table recovers from (read by monitoring consumers, the retriever's follower
@@ -124,9 +124,8 @@ class FaustOutbox:
         queued, self._queued = self._queued, {}
         if queued:
             producer = await self._output.producer()
-            hashes: dict[bytes, int] = {}  # an answer's verdicts share its key: hashed once
             for name, records in queued.items():
-                self._pending += await self._send_batches(producer, name, records, hashes)
+                self._pending += await self._send_batches(producer, name, records)
         pending, self._pending = self._pending, []
         if pending:
             await asyncio.gather(*pending)
@@ -136,19 +135,14 @@ class FaustOutbox:
         producer: AIOKafkaProducer,
         topic: str,
         records: list[tuple[bytes, bytes, list[tuple[str, bytes]]]],
-        hashes: dict[bytes, int],
     ) -> list[Awaitable[Any]]:
         """Hand ``records`` to the producer as batches, one or more per partition: the
-        partition of aiokafka's ``DefaultPartitioner`` for a key (murmur2, positive, modulo the
-        partition count, into the sorted partitions), its hash computed once per key."""
+        partition of aiokafka's ``DefaultPartitioner`` for a key (``records.key_partition``,
+        memoised, so an answer's verdicts sharing its key are hashed once)."""
         partitions = sorted(await producer.partitions_for(topic))
         by_partition: dict[int, list[tuple[bytes, bytes, list[tuple[str, bytes]]]]] = {}
         for record in records:
-            key = record[0]
-            digest = hashes.get(key)
-            if digest is None:
-                digest = hashes[key] = murmur2(key) & 0x7FFFFFFF
-            partition = partitions[digest % len(partitions)]
+            partition = partitions[key_partition(record[0], len(partitions))]
             by_partition.setdefault(partition, []).append(record)
         futures: list[Awaitable[Any]] = []
         for partition, items in by_partition.items():
