@@ -145,7 +145,7 @@ def test_judge_verdicts_are_named_per_judge(judge_verdicts):
     assert attributes[NAME] == "judge.twin_lock"
     assert attributes[VALUE] == twin["score"]
     assert attributes[LABEL] == "pass"
-    assert attributes["verdictflow.judge_tier"] == "twin_lock"
+    assert attributes["verdictflow.judge"] == "twin_lock"
     assert attributes[RESPONSE_ID] == "sum-1"
     assert attributes["verdictflow.threshold"] == 6.0
     names = {evaluation_event_attributes(v)[NAME] for v in judge_verdicts}
