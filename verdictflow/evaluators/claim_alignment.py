@@ -59,7 +59,8 @@ def best_alignment(
 
 
 #: Each claim's coverage by the context sentences, by the claim's first character: computed
-#: once by the analyzer (which needs each claim's best sentence to parse it) and reused here.
+#: once by the analyzer (which needs each claim's best sentence to parse it) and reused by the
+#: signals (:mod:`~verdictflow.evaluators.faithfulness_signals`).
 Coverages = tuple[tuple[int, SentenceCoverage], ...]
 
 
@@ -67,7 +68,8 @@ def claim_coverages(
     sentences: Sequence[AnswerSentence], contexts: Sequence[EvidenceIndex]
 ) -> Coverages:
     """The coverage of every claim with content words by the context sentences (what
-    :func:`compute_signals` aligns; empty without contexts)."""
+    :func:`~verdictflow.evaluators.faithfulness_signals.compute_signals` aligns; empty without
+    contexts)."""
     candidates = context_sentences(contexts)
     claims = [s for s in sentences if s.claim and s.tokens]
     if not candidates or not claims:
@@ -86,8 +88,9 @@ def supporting_sentences(
     coverages: Coverages,
 ) -> list[tuple[int, Span] | None]:
     """For each answer sentence, its best-supporting context sentence (context number and
-    span), as :func:`compute_signals` chooses it; None for a sentence that is not a claim,
-    has no content words, or no context. The analyzer parses these for the relation signals."""
+    span), as :func:`~verdictflow.evaluators.faithfulness_signals.compute_signals` chooses it;
+    None for a sentence that is not a claim, has no content words, or no context. The analyzer
+    parses these for the relation signals."""
     candidates = context_sentences(contexts)
     by_start = dict(coverages)
     out: list[tuple[int, Span] | None] = []
