@@ -3,6 +3,10 @@ instrumentation for the model call, an OpenInference RETRIEVER span for the retr
 OpenTelemetry SDK's OTLP/HTTP exporter pointed at ``verdictflow ingest``. Nothing in it knows
 about verdictflow: its traces come out as answer events, then verdicts (on the console).
 
+With ``--gate`` it also checks each answer before showing it (``POST /v1/check``, the inline
+gate, docs/gate.md): an answer the gate does not pass is replaced by a refusal. The gate is told
+``queue=false``, as the trace already brings the answer in.
+
     verdictflow ingest &                        # http://127.0.0.1:4318
     OPENAI_BASE_URL=http://localhost:8000/v1 OPENAI_API_KEY=... \\
         python examples/traced_rag/app.py --ingest http://127.0.0.1:4318 --model my-model
@@ -13,7 +17,9 @@ The retriever is a keyword match over a few passages (the point is the trace, no
 from __future__ import annotations
 
 import argparse
+import os
 
+import httpx
 from openai import OpenAI
 from openinference.instrumentation.openai import OpenAIInstrumentor
 from openinference.semconv.trace import (
@@ -43,11 +49,32 @@ def retrieve(question: str) -> list[str]:
     return [p for p in PASSAGES if words & {w.strip(",.;").lower() for w in p.split()}]
 
 
+def gate(ingest: str, question: str, answer: str, documents: list[str]) -> tuple[str, list[str]]:
+    """The gate's decision on ``answer`` and why, from ``POST /v1/check`` (lexical kinds, within
+    50 ms); a gate that cannot be reached does not pass the answer (fail closed)."""
+    event = {"id": os.urandom(8).hex(), "query": question, "answer": answer, "contexts": documents}
+    headers = {"content-type": "application/json"}
+    if token := os.environ.get("VERDICTFLOW_INGEST_TOKEN"):
+        headers["authorization"] = f"Bearer {token}"
+    try:
+        reply = httpx.post(
+            f"{ingest}/v1/check", params={"timeout_ms": 50, "queue": "false"},
+            json=event, headers=headers, timeout=2.0,
+        )  # fmt: skip
+        reply.raise_for_status()
+    except httpx.HTTPError as exc:
+        return "DEFER", [f"gate unreachable: {exc}"]
+    body = reply.json()
+    why = [f"{v['kind']} {v['decision']} ({v['reasons'][0]['code']})" for v in body["verdicts"]]
+    return body["decision"], why
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ingest", default="http://127.0.0.1:4318")
     parser.add_argument("--model", default="gpt-4o-mini")
     parser.add_argument("--tenant", default="example")
+    parser.add_argument("--gate", action="store_true", help="check each answer before showing it")
     args = parser.parse_args()
     provider = TracerProvider(
         resource=Resource.create({"service.name": "traced-rag", "tenant.id": args.tenant})
@@ -83,6 +110,11 @@ def main() -> None:
             )
             answer = reply.choices[0].message.content or ""
             root.set_attribute(SpanAttributes.OUTPUT_VALUE, answer)
+            if args.gate:
+                decision, why = gate(args.ingest, question, answer, documents)
+                print(f"gate: {decision}: {'; '.join(why)}")
+                if decision != "PASS":
+                    answer = "I cannot answer that reliably from the sources I have."
             print(f"{question} -> {answer}")
     provider.force_flush()
     provider.shutdown()

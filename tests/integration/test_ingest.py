@@ -77,13 +77,20 @@ def test_traces_and_ndjson_answers_become_answer_events_and_verdicts(
                 headers={"content-type": "application/x-ndjson"}, timeout=30,
             )  # fmt: skip
             assert posted.json() == {"accepted": 10, "refused": []}
+            # The inline gate (issue 46): its verdicts are checked against the stream's below.
+            gated = httpx.post(
+                f"{url}/v1/check?kinds=all&timeout_ms=60000", content=orjson.dumps(GATED),
+                headers={"content-type": "application/json"}, timeout=90,
+            )  # fmt: skip
+            assert gated.status_code == 200, gated.text
+            assert gated.json()["queued"] is True
             bad = httpx.post(f"{url}/v1/traces", content=b"\x00not protobuf",
                              headers={"content-type": "application/x-protobuf"})  # fmt: skip
             assert bad.status_code == 400
             assert set(bad.json()) == {"error", "detail"}
             example = run_example(url)
             alive = lambda: again.proc.poll() is None and joined.proc.poll() is None  # noqa: E731
-            want = TRACES + 10 + 3 + 1  # + the large trace, assembled from what fits
+            want = TRACES + 10 + 3 + 1 + 1  # + the large trace (what fits) + the gated answer
             if not out.wait_until(lambda: len(grounded(out)) >= want, timeout=120, alive=alive):
                 seen, traced, dead = out.under_lock(
                     lambda: (grounded(out), traced_ids(out), list(out.dead))
@@ -106,12 +113,48 @@ def test_traces_and_ndjson_answers_become_answer_events_and_verdicts(
             assert [c["text"] for c in e["contexts"]] == docs
             assert e["model"] == "gpt-standin"
         assert sum(1 for e in events if str(e["id"]).startswith("nd")) == 10
+        assert example.count("gate: ") == 3, example  # the example gates each of its answers
         traced = [e for e in events if e.get("tenant") == "example"]
         assert len({e["id"] for e in traced}) == 3, example
         assert all(e["contexts"] and e["answer"] for e in traced)
         assert traced_ids(out, "groundedness") >= set(by_trace)
+        assert_gate_is_the_stream(gated, out, [e for e in events if e["id"] == GATED["id"]])
     finally:
         stop_server(proc)
+
+
+GATED = {
+    "id": "gate1",
+    "query": "When did Marie Curie win her first Nobel Prize?",
+    "answer": "Marie Curie won her first Nobel Prize, in Physics, in 1903, with Pierre Curie.",
+    "contexts": ["Marie Curie won the Nobel Prize in Physics in 1903 and in Chemistry in 1911."],
+}
+
+
+def assert_gate_is_the_stream(gated: httpx.Response, out: OutputCollector, events: list) -> None:
+    """The gate's verdicts are the stream's, byte for byte: the lexical worker's records, and the
+    NLP tier's (its code, :func:`answer_outputs`, over the record the gate produced), each found
+    verbatim in the gate's reply."""
+    from verdictflow.evaluators.kinds import Tier
+    from verdictflow.evaluators.policy import Policy
+    from verdictflow.pipelines.answers import answer_outputs
+    from verdictflow.scoring_setup import load_scoring
+    from verdictflow.streams.records import Record
+
+    verdicts = gated.json()["verdicts"]
+    assert [v["kind"] for v in verdicts] == [
+        "groundedness", "relevance", "completeness", "hallucination", "faithfulness",
+    ]  # fmt: skip
+    for v in verdicts[:3]:
+        assert gated.content.count(out.verdicts[v["verdict_id"]][0]) == 1, v["kind"]
+    assert len(events) == 1
+    scoring = load_scoring(Policy(), "default")
+    record = Record("answers", 0, 0, b"gate1", orjson.dumps(events[0]))
+    nlp = answer_outputs([record], scoring.ctx, scoring.analyzer, max_bytes=10**6, tier=Tier.NLP)
+    streamed = [value for topic, _, value in nlp[0] if topic.startswith("verdicts.")]
+    assert len(streamed) == 2
+    for value in streamed:
+        assert gated.content.count(value) == 1, value[:200]
 
 
 def dropped(out: OutputCollector) -> bool:
@@ -141,7 +184,7 @@ def run_example(ingest_url: str) -> str:
         env = {**os.environ, "OPENAI_BASE_URL": model_url, "OPENAI_API_KEY": "not-a-secret"}
         result = subprocess.run(
             [sys.executable, str(ROOT / "examples" / "traced_rag" / "app.py"),
-             "--ingest", ingest_url, "--model", "standin-judge"],
+             "--ingest", ingest_url, "--model", "standin-judge", "--gate"],
             env=env, capture_output=True, text=True, timeout=120,
         )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]

@@ -10,6 +10,7 @@ import typer
 from verdictflow.cli.options import (
     BrokerOpt,
     InsecureOpt,
+    PolicyOpt,
     PrefixOpt,
     build_settings,
     err,
@@ -27,11 +28,17 @@ def ingest(
         int, typer.Option(min=1024, help="Largest request body, decompressed")
     ] = 16 * 1024 * 1024,
     insecure: InsecureOpt = False,
+    policy: PolicyOpt = None,
+    idf_stats: Annotated[
+        str | None, typer.Option("--idf-stats", help="build-idf file, default or none")
+    ] = None,
     log_level: Annotated[str, typer.Option(help="debug, info, warning")] = "info",
 ) -> None:
     """Receive OTLP/HTTP traces (POST /v1/traces, protobuf or JSON, gzip) and answer events
     (POST /v1/answers: a JSON object, an array or NDJSON), and produce them to the topics the
-    workers read: traces become answer events once assembled (worker, lexical tier)."""
+    workers read: traces become answer events once assembled (worker, lexical tier). POST
+    /v1/check is the inline gate: one answer event's verdicts in the reply, scored with
+    --policy and --idf-stats (give the workers' own, so the verdicts are the stream's)."""
     import socket
 
     import uvicorn
@@ -41,7 +48,7 @@ def ingest(
 
     setup_logging(log_level, libraries="warning")
     exit_on_sigterm()
-    settings = build_settings(broker=broker, prefix=prefix)
+    settings = build_settings(broker=broker, prefix=prefix, policy=policy, idf_stats=idf_stats)
     token = settings.ingest_secret
     check_bind(
         "ingest",
@@ -59,7 +66,7 @@ def ingest(
         raise typer.BadParameter(f"cannot listen on {host}:{port}: {exc}") from None
     bound = sock.getsockname()[1]
     err.print(
-        f"ingest [bold]http://{host}:{bound}[/] (OTLP/HTTP /v1/traces, /v1/answers) "
+        f"ingest [bold]http://{host}:{bound}[/] (OTLP/HTTP /v1/traces, /v1/answers, /v1/check) "
         f"producing to {settings.broker}"
     )
     config = uvicorn.Config(

@@ -9,10 +9,16 @@
 - ``POST /v1/answers``: answer events as one JSON object, a JSON array, or NDJSON; each valid
   one goes to ``answers`` keyed by ``request_id`` (else ``id``), as sent; the reply says how
   many were accepted and why any were refused.
+- ``POST /v1/check``: the inline gate (:mod:`verdictflow.ingest.gate`, docs/gate.md): one
+  answer event in, the requested kinds' verdicts out, the stream's own (same ids, same bytes);
+  the event is also produced to ``answers``, so the stream does the rest.
 - ``GET /healthz`` (open), ``GET /metrics``.
 
-It validates and produces, and replies once the broker has the records (acks=all): it never
-waits on scoring. The API's guard applies (a token when configured: ``VERDICTFLOW_INGEST_TOKEN``,
+``/v1/traces`` and ``/v1/answers`` validate and produce, and reply once the broker has the
+records (acks=all): they never wait on scoring. A broker that is down at start does not stop the
+server: it connects in the background, ``/healthz`` says 503 until it has, the two producing
+endpoints answer 503 ``broker_unavailable``, and the gate still scores (and says the event was
+not queued). The API's guard applies (a token when configured: ``VERDICTFLOW_INGEST_TOKEN``,
 else ``VERDICTFLOW_API_TOKEN``; a body limit, 16 MiB by default, decompressed bodies
 included) and its error shape (``{"error", "detail"}``).
 """
@@ -23,6 +29,7 @@ import asyncio
 import contextlib
 import gzip
 import logging
+import time
 import zlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -30,14 +37,21 @@ from typing import Any
 
 import orjson
 from aiokafka import AIOKafkaProducer
+from aiokafka.errors import KafkaError
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
-from prometheus_client import CollectorRegistry, Counter, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from pydantic import ValidationError
 
+from verdictflow.evaluators.gate_verdicts import overall
+from verdictflow.evaluators.policy import Policy, load_policy
+from verdictflow.exceptions import InvalidEvent
+from verdictflow.ingest.gate import Gate, check_options
 from verdictflow.ingest.otlp import OtlpDecodeError, parse_json, parse_protobuf, response, spans_of
+from verdictflow.models.codec import decode, encode
 from verdictflow.models.events import AnswerEvent
 from verdictflow.pipelines.traces import keep
+from verdictflow.scoring_setup import load_scoring
 from verdictflow.settings import Settings
 from verdictflow.streams.admin import ensure_topics
 from verdictflow.streams.replay import make_producer
@@ -59,6 +73,28 @@ ANSWER_CONTENT_TYPES = frozenset(
 #: 1,000 spans per trace); the rest are rejected in the reply's ``partial_success``, unread.
 MAX_SPANS_PER_REQUEST = 10_000
 MAX_SPANS_PER_TRACE = 1_000
+#: How long start-up waits for the broker before serving without it (and connecting behind).
+BROKER_WAIT_SECONDS = 15.0
+
+
+class GateLoader:
+    """The gate's scoring, built once, off the event loop, on first need (start-up or the first
+    check): the policy's context and statistics, the same the workers load, so its verdicts carry
+    the workers' config digest."""
+
+    def __init__(self, policy: Policy, idf_stats: str) -> None:
+        self.policy = policy
+        self.idf_stats = idf_stats
+        self._gate: asyncio.Task[Gate] | None = None
+
+    async def get(self) -> Gate:
+        if self._gate is None or self._gate.cancelled():
+            self._gate = asyncio.ensure_future(self._load())
+        return await asyncio.shield(self._gate)
+
+    async def _load(self) -> Gate:
+        scoring = await asyncio.to_thread(load_scoring, self.policy, self.idf_stats)
+        return Gate(scoring)
 
 
 class IngestMetrics:
@@ -71,6 +107,18 @@ class IngestMetrics:
         self.answers = Counter(
             "vf_ingest_answers", "Answer events posted, by outcome (accepted, refused)",
             ["outcome"], registry=r,
+        )  # fmt: skip
+        self.checks = Counter(
+            "vf_gate_checks", "Inline gate checks (POST /v1/check), by overall decision",
+            ["decision"], registry=r,
+        )  # fmt: skip
+        self.check_seconds = Histogram(
+            "vf_gate_check_seconds", "Inline gate checks: receipt to reply", registry=r,
+            buckets=(0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5),
+        )  # fmt: skip
+        self.queued = Counter(
+            "vf_gate_queued", "Gated events produced to answers, by outcome "
+            "(acked, timeout, error, no_broker)", ["outcome"], registry=r,
         )  # fmt: skip
         self.requests = Counter(
             "vf_ingest_requests", "Requests by endpoint and status", ["endpoint", "status"],
@@ -122,18 +170,52 @@ def create_ingest_app(
     spans_topic = settings.topic_prefix + SPANS
     answers_topic = settings.topic_prefix + ANSWERS
 
+    policy = load_policy(settings.policy)  # a bad policy stops the command, before it binds
+    gate_loader = GateLoader(policy, settings.idf_stats)
+
+    async def connect() -> AIOKafkaProducer:
+        """Declare the topics and start a producer, retrying while the broker is away."""
+        delay = 0.5
+        while True:
+            own = make_producer(settings, settings.max_event_bytes)
+            try:
+                await ensure_topics(settings, [SPANS, ANSWERS])
+                await own.start()
+            except (KafkaError, OSError) as exc:
+                await own.stop()
+                logger.warning("ingest: broker %s not reachable (%s); retrying in %.1f s",
+                               settings.broker, exc, delay)  # fmt: skip
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 10.0)
+                continue
+            logger.info("ingest: producing to %s", settings.broker)
+            return own
+
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        await ensure_topics(settings, [SPANS, ANSWERS])
-        own = producer is None
-        app.state.producer = producer or make_producer(settings, settings.max_event_bytes)
-        if own:
-            await app.state.producer.start()
+        connecting: asyncio.Task[AIOKafkaProducer] | None = None
+        if producer is None:
+            connecting = asyncio.create_task(connect())
+            done, _ = await asyncio.wait({connecting}, timeout=BROKER_WAIT_SECONDS)
+            if connecting in done:
+                app.state.producer = connecting.result()
+            else:
+                logger.warning("ingest: starting without a broker; the gate still scores")
+                connecting.add_done_callback(
+                    lambda task: (
+                        setattr(app.state, "producer", task.result())
+                        if not task.cancelled() and task.exception() is None
+                        else None
+                    )
+                )
+        await gate_loader.get()  # the policy's scoring before the first request, not in it
         try:
             yield
         finally:
-            if own:
-                await app.state.producer.stop()
+            if connecting is not None:
+                connecting.cancel()
+                if app.state.producer is not None:
+                    await app.state.producer.stop()
 
     app = FastAPI(title="verdictflow ingest", lifespan=lifespan, docs_url=None, redoc_url=None)
     install_error_handlers(app)
@@ -143,6 +225,13 @@ def create_ingest_app(
         max_body_bytes=max_body_bytes,
         open_paths=frozenset({"/healthz"}),
     )
+
+    app.state.producer = producer
+
+    def broker_down() -> JSONResponse | None:
+        if app.state.producer is not None:
+            return None
+        return _error(503, "broker_unavailable", f"not connected to {settings.broker} yet")
 
     async def send_all(records: list[tuple[str, bytes, bytes]]) -> None:
         """Produce and wait until the broker has every record (acks=all)."""
@@ -158,6 +247,9 @@ def create_ingest_app(
         if not json and content_type != PROTOBUF:
             metrics.requests.labels("traces", "415").inc()
             return _error(415, "unsupported_media_type", f"send {PROTOBUF} or application/json")
+        if (down := broker_down()) is not None:
+            metrics.requests.labels("traces", "503").inc()
+            return down
         try:
             body = _body(
                 await request.body(), request.headers.get("content-encoding"), max_body_bytes
@@ -200,6 +292,9 @@ def create_ingest_app(
             return _error(
                 415, "unsupported_media_type", "send application/json or application/x-ndjson"
             )
+        if (down := broker_down()) is not None:
+            metrics.requests.labels("answers", "503").inc()
+            return down
         try:
             body = _body(
                 await request.body(), request.headers.get("content-encoding"), max_body_bytes
@@ -237,9 +332,95 @@ def create_ingest_app(
         metrics.requests.labels("answers", str(status)).inc()
         return JSONResponse({"accepted": len(records), "refused": refused}, status_code=status)
 
+    @app.post("/v1/check")
+    async def check(request: Request) -> Response:
+        received = time.monotonic()
+        content_type = (request.headers.get("content-type") or "").split(";")[0].strip().lower()
+        if content_type != "application/json":
+            metrics.requests.labels("check", "415").inc()
+            return _error(
+                415, "unsupported_media_type", "send one answer event as application/json"
+            )
+        try:
+            options = check_options(request.query_params)
+        except ValueError as exc:
+            metrics.requests.labels("check", "400").inc()
+            return _error(400, "invalid_parameter", str(exc))
+        try:
+            body = _body(
+                await request.body(), request.headers.get("content-encoding"), max_body_bytes
+            )
+            item = orjson.loads(body)
+        except OverflowError as exc:
+            return _error(413, "too_large", str(exc))
+        except (ValueError, orjson.JSONDecodeError) as exc:
+            metrics.requests.labels("check", "400").inc()
+            return _error(400, "invalid_json", str(exc)[:300])
+        if not isinstance(item, dict):
+            metrics.requests.labels("check", "400").inc()
+            return _error(400, "invalid_json", "send one answer event, a JSON object")
+        value = orjson.dumps(item)  # the bytes /v1/answers would produce, and the gate scores
+        try:
+            event = decode(value, AnswerEvent, max_bytes=settings.max_event_bytes)
+        except InvalidEvent as exc:
+            metrics.requests.labels("check", "422").inc()
+            return _error(422, "invalid_event", f"{exc.code}: {exc.detail}")
+        deadline = received + options.timeout_ms / 1000
+        try:  # loaded at start-up; a check that comes first waits for it, within its deadline
+            gate = await asyncio.wait_for(gate_loader.get(), max(0.0, deadline - time.monotonic()))
+        except TimeoutError:
+            metrics.requests.labels("check", "503").inc()
+            return _error(503, "gate_starting", "the gate is still loading its scoring; retry")
+        queueing = None
+        if options.queue and options.final:
+            queueing = asyncio.create_task(
+                queue_event(answers_topic, event.group_key.encode(), value, deadline)
+            )
+        result = await gate.check(event, options, deadline)
+        queued, queue_error = (False, None) if queueing is None else await queueing
+        decision = overall(result.verdicts)
+        metrics.checks.labels(decision.value).inc()
+        metrics.check_seconds.observe(time.monotonic() - received)
+        metrics.requests.labels("check", "200").inc()
+        reply = {
+            "id": event.id,
+            "decision": decision.value,
+            "final": options.final,
+            "seq": options.seq,
+            "queued": queued,
+            "queue_error": queue_error,
+            "timings_ms": {"lexical": round(result.lexical_ms, 3),
+                           "nlp": None if result.nlp_ms is None else round(result.nlp_ms, 3)},
+            # the stream's bytes, embedded as they are: byte-identical to the topic's records
+            "verdicts": [orjson.Fragment(encode(v)) for v in result.verdicts],
+        }  # fmt: skip
+        return Response(orjson.dumps(reply), media_type="application/json")
+
+    async def queue_event(
+        topic: str, key: bytes, value: bytes, deadline: float
+    ) -> tuple[bool, str | None]:
+        """Produce one event, waiting for the broker's ack until ``deadline`` at most."""
+        prod: AIOKafkaProducer | None = app.state.producer
+        if prod is None:
+            metrics.queued.labels("no_broker").inc()
+            return False, f"not connected to {settings.broker}: the stream will not see it"
+        try:
+            async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+                await (await prod.send(topic, value=value, key=key))
+        except TimeoutError:
+            metrics.queued.labels("timeout").inc()
+            return False, "no acknowledgement within timeout_ms; it may still be delivered"
+        except KafkaError as exc:
+            metrics.queued.labels("error").inc()
+            return False, f"the broker refused it: {type(exc).__name__}"
+        metrics.queued.labels("acked").inc()
+        return True, None
+
     @app.get("/healthz")
     async def healthz() -> Response:
-        return JSONResponse({"ready": True})
+        if app.state.producer is None:
+            return JSONResponse({"ready": False, "broker": False, "gate": True}, status_code=503)
+        return JSONResponse({"ready": True, "broker": True, "gate": True})
 
     @app.get("/metrics")
     async def metrics_page() -> Response:

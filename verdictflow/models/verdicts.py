@@ -62,6 +62,9 @@ class ReasonCode(StrEnum):
     JUDGE_OUTPUT_INVALID = "judge_output_invalid"  # the judge's reply broke the contract twice
     TOO_LONG_FOR_JUDGE = "too_long_for_judge"  # the prompt is over judge_tier.max_prompt_chars
     JUDGE_REFUSED = "judge_refused"  # the judge endpoint refused this request (400, 413, 422)
+    GATE_TIMEOUT = "gate_timeout"  # the inline gate: not scored within the caller's timeout_ms
+    GATE_ERROR = "gate_error"  # the inline gate: the scorer failed on this input
+    PARTIAL_ANSWER = "partial_answer"  # the inline gate: scored over a streamed answer so far
 
 
 class Reason(BaseModel):
