@@ -43,12 +43,11 @@ def console(
 ) -> None:
     """Serve the live operator page: verdict rates and scores per kind, failing answers with
     their unsupported spans, drift alerts, dead letters and document quality."""
-    import socket
 
     import uvicorn
 
     from verdictflow.console.app import ConsoleOptions, create_console_app
-    from verdictflow.web.listeners import check_bind, host_checked
+    from verdictflow.web.listeners import check_bind, host_checked, listening_socket
 
     setup_logging(log_level, libraries="warning")
     exit_on_sigterm()
@@ -81,10 +80,8 @@ def console(
         secure_cookie=settings.console_secure_cookie,
     )
     app = create_console_app(settings, options)
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        sock.bind((host, port))
+        sock = listening_socket(host, port)
     except OSError as exc:
         raise typer.BadParameter(f"cannot listen on {host}:{port}: {exc}") from None
     bound = sock.getsockname()[1]

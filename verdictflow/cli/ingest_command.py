@@ -39,12 +39,11 @@ def ingest(
     workers read: traces become answer events once assembled (worker, lexical tier). POST
     /v1/check is the inline gate: one answer event's verdicts in the reply, scored with
     --policy and --idf-stats (give the workers' own, so the verdicts are the stream's)."""
-    import socket
 
     import uvicorn
 
     from verdictflow.ingest.app import create_ingest_app
-    from verdictflow.web.listeners import check_bind, host_checked
+    from verdictflow.web.listeners import check_bind, host_checked, listening_socket
 
     setup_logging(log_level, libraries="warning")
     exit_on_sigterm()
@@ -57,11 +56,9 @@ def ingest(
         insecure=insecure,
         token_env="VERDICTFLOW_INGEST_TOKEN (or VERDICTFLOW_API_TOKEN)",
     )
-    app = create_ingest_app(settings, token=token, max_body_bytes=max_body_bytes)
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    app = create_ingest_app(settings, token=token, max_body_bytes=max_body_bytes, tune_gc=True)
     try:
-        sock.bind((host, port))
+        sock = listening_socket(host, port)
     except OSError as exc:
         raise typer.BadParameter(f"cannot listen on {host}:{port}: {exc}") from None
     bound = sock.getsockname()[1]

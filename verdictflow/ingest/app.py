@@ -54,6 +54,7 @@ from verdictflow.pipelines.traces import keep
 from verdictflow.scoring_setup import load_scoring
 from verdictflow.settings import Settings
 from verdictflow.streams.admin import ensure_topics
+from verdictflow.streams.gc_tuning import tune_for_throughput
 from verdictflow.streams.replay import make_producer
 from verdictflow.streams.topics import ANSWERS, SPANS
 from verdictflow.web.errors import install_error_handlers
@@ -75,6 +76,9 @@ MAX_SPANS_PER_REQUEST = 10_000
 MAX_SPANS_PER_TRACE = 1_000
 #: How long start-up waits for the broker before serving without it (and connecting behind).
 BROKER_WAIT_SECONDS = 15.0
+#: ``queue=async``: how long the ack of a gated event is awaited (behind the reply) before
+#: ``vf_gate_queued`` counts it as a timeout.
+ASYNC_ACK_SECONDS = 30.0
 
 
 class GateLoader:
@@ -164,8 +168,11 @@ def create_ingest_app(
     token: str | None,
     max_body_bytes: int = 16 * 1024 * 1024,
     producer: AIOKafkaProducer | None = None,
+    tune_gc: bool = False,
 ) -> FastAPI:
-    """The receiver; ``producer`` lets tests and benches hand in their own."""
+    """The receiver; ``producer`` lets tests and benches hand in their own; ``tune_gc`` (the
+    ``ingest`` command) tunes the process's garbage collector once the gate is loaded, as the
+    workers do (:mod:`verdictflow.streams.gc_tuning`: it cut the gate's p99)."""
     metrics = IngestMetrics()
     spans_topic = settings.topic_prefix + SPANS
     answers_topic = settings.topic_prefix + ANSWERS
@@ -209,6 +216,8 @@ def create_ingest_app(
                     )
                 )
         await gate_loader.get()  # the policy's scoring before the first request, not in it
+        if tune_gc:
+            tune_for_throughput()
         try:
             yield
         finally:
@@ -372,12 +381,20 @@ def create_ingest_app(
             metrics.requests.labels("check", "503").inc()
             return _error(503, "gate_starting", "the gate is still loading its scoring; retry")
         queueing = None
-        if options.queue and options.final:
+        if options.queue != "off" and options.final:
+            waits = deadline if options.queue == "ack" else time.monotonic() + ASYNC_ACK_SECONDS
             queueing = asyncio.create_task(
-                queue_event(answers_topic, event.group_key.encode(), value, deadline)
+                queue_event(answers_topic, event.group_key.encode(), value, waits)
             )
+            if options.queue == "async":  # the outcome is counted when it comes, not awaited
+                background.add(queueing)
+                queueing.add_done_callback(background.discard)
+                queueing = None
         result = await gate.check(event, options, deadline)
-        queued, queue_error = (False, None) if queueing is None else await queueing
+        queued: bool | None = None if options.queue == "async" and options.final else False
+        queue_error = None
+        if queueing is not None:
+            queued, queue_error = await queueing
         decision = overall(result.verdicts)
         metrics.checks.labels(decision.value).inc()
         metrics.check_seconds.observe(time.monotonic() - received)
@@ -395,6 +412,8 @@ def create_ingest_app(
             "verdicts": [orjson.Fragment(encode(v)) for v in result.verdicts],
         }  # fmt: skip
         return Response(orjson.dumps(reply), media_type="application/json")
+
+    background: set[asyncio.Task[tuple[bool, str | None]]] = set()
 
     async def queue_event(
         topic: str, key: bytes, value: bytes, deadline: float

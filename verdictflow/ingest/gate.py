@@ -21,6 +21,7 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal, cast
 
 from verdictflow.evaluators.answer_batch import score_answers
 from verdictflow.evaluators.gate_verdicts import not_scored, provisional
@@ -53,13 +54,17 @@ class CheckOptions:
     #: A streamed answer's chunk number; ``final`` False: the answer so far, not the answer.
     seq: int | None = None
     final: bool = True
-    #: Produce the event to ``answers`` (final chunks only) so the stream does the rest.
-    queue: bool = True
+    #: Produce the event to ``answers`` (final chunks only) so the stream does the rest:
+    #: ``ack`` waits for the broker's acknowledgement (within the deadline) and says whether it
+    #: came; ``async`` hands the event to the producer and replies without waiting (the reply's
+    #: ``queued`` is null; the outcome is counted in ``vf_gate_queued``); ``off`` does not.
+    queue: Literal["ack", "async", "off"] = "ack"
 
 
 def check_options(params: Mapping[str, str]) -> CheckOptions:
     """Parse ``kinds`` (names or ``lexical`` / ``nlp`` / ``all``, comma-separated),
-    ``timeout_ms``, ``seq``, ``final`` and ``queue``; raise ``ValueError`` saying what is wrong."""
+    ``timeout_ms``, ``seq``, ``final`` and ``queue`` (``ack``, ``async``, ``off``; ``true`` and
+    ``false`` mean ``ack`` and ``off``); raise ``ValueError`` saying what is wrong."""
     unknown = sorted(set(params) - {"kinds", "timeout_ms", "seq", "final", "queue"})
     if unknown:
         raise ValueError(f"unknown parameter(s) {', '.join(unknown)}")
@@ -70,7 +75,14 @@ def check_options(params: Mapping[str, str]) -> CheckOptions:
     final = _flag(params, "final", True)
     if not final and seq is None:
         raise ValueError("final=false needs seq: the chunk's number in the streamed answer")
-    return CheckOptions(kinds, timeout_ms, seq, final, _flag(params, "queue", True))
+    queue = params.get("queue", "ack").lower()
+    if queue in ("true", "1", "yes"):
+        queue = "ack"
+    elif queue in ("false", "0", "no"):
+        queue = "off"
+    if queue not in ("ack", "async", "off"):
+        raise ValueError(f"queue: {params['queue']!r} is not ack, async or off (or true, false)")
+    return CheckOptions(kinds, timeout_ms, seq, final, cast(Literal["ack", "async", "off"], queue))
 
 
 def _kinds(value: str) -> tuple[KindSpec, ...]:
