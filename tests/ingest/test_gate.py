@@ -8,6 +8,7 @@ byte, is ``tests/integration/test_ingest.py``'s (a real broker and worker)."""
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import httpx
@@ -168,4 +169,26 @@ def test_with_its_broker_dead_the_gate_still_answers_and_says_the_event_was_not_
             "relevance",
             "completeness",
         ]
-        assert 'vf_gate_queued_total{outcome="no_broker"} 1.0' in client.get("/metrics").text
+        metrics = client.get("/metrics").text
+        assert 'vf_gate_queued_total{outcome="no_broker"} 1.0' in metrics
+
+
+def test_an_overloaded_nlp_lane_sheds_what_it_cannot_finish_at_once_not_at_the_deadline() -> None:
+    from verdictflow.evaluators.policy import Policy
+    from verdictflow.ingest.gate import NlpLane
+    from verdictflow.models.events import AnswerEvent
+    from verdictflow.scoring_setup import load_scoring
+
+    lane = NlpLane(load_scoring(Policy(), "none"))
+    lane.seconds_per_answer = 100.0  # as if each parse took 100 s
+    event = AnswerEvent.model_validate(EVENT)
+
+    async def go() -> tuple[object, float]:
+        deadline = time.monotonic() + 30
+        got = await lane.score(event, gate_module.KIND_GROUPS["nlp"], deadline)
+        return got, deadline - time.monotonic()
+
+    got, left = asyncio.run(go())
+    assert got is None
+    assert lane.shed == 1
+    assert left > 20  # answered when shed, not when its 30 s ran out

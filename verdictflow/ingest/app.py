@@ -50,6 +50,7 @@ from verdictflow.ingest.gate import Gate, check_options
 from verdictflow.ingest.otlp import OtlpDecodeError, parse_json, parse_protobuf, response, spans_of
 from verdictflow.models.codec import decode, encode
 from verdictflow.models.events import AnswerEvent
+from verdictflow.models.verdicts import ReasonCode
 from verdictflow.pipelines.traces import keep
 from verdictflow.scoring_setup import load_scoring
 from verdictflow.settings import Settings
@@ -79,6 +80,7 @@ BROKER_WAIT_SECONDS = 15.0
 #: ``queue=async``: how long the ack of a gated event is awaited (behind the reply) before
 #: ``vf_gate_queued`` counts it as a timeout.
 ASYNC_ACK_SECONDS = 30.0
+GATE_UNFINISHED = frozenset({ReasonCode.GATE_TIMEOUT, ReasonCode.GATE_ERROR})
 
 
 class GateLoader:
@@ -90,6 +92,12 @@ class GateLoader:
         self.policy = policy
         self.idf_stats = idf_stats
         self._gate: asyncio.Task[Gate] | None = None
+
+    def loaded(self) -> Gate | None:
+        """The gate, if it is loaded."""
+        if self._gate is not None and self._gate.done() and not self._gate.cancelled():
+            return self._gate.result() if self._gate.exception() is None else None
+        return None
 
     async def get(self) -> Gate:
         if self._gate is None or self._gate.cancelled():
@@ -119,6 +127,10 @@ class IngestMetrics:
         self.check_seconds = Histogram(
             "vf_gate_check_seconds", "Inline gate checks: receipt to reply", registry=r,
             buckets=(0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5),
+        )  # fmt: skip
+        self.unfinished = Counter(
+            "vf_gate_unfinished", "Gate verdicts DEFERred because the gate did not finish "
+            "them, by reason (gate_timeout, gate_error) and kind", ["reason", "kind"], registry=r,
         )  # fmt: skip
         self.queued = Counter(
             "vf_gate_queued", "Gated events produced to answers, by outcome "
@@ -184,7 +196,8 @@ def create_ingest_app(
         """Declare the topics and start a producer, retrying while the broker is away."""
         delay = 0.5
         while True:
-            own = make_producer(settings, settings.max_event_bytes)
+            # linger 0: a request waits for its records' ack (and the gate's reply for it)
+            own = make_producer(settings, settings.max_event_bytes, linger_ms=0)
             try:
                 await ensure_topics(settings, [SPANS, ANSWERS])
                 await own.start()
@@ -376,7 +389,14 @@ def create_ingest_app(
             return _error(422, "invalid_event", f"{exc.code}: {exc.detail}")
         deadline = received + options.timeout_ms / 1000
         try:  # loaded at start-up; a check that comes first waits for it, within its deadline
-            gate = await asyncio.wait_for(gate_loader.get(), max(0.0, deadline - time.monotonic()))
+            ready = gate_loader.loaded()
+            gate = (
+                ready
+                if ready is not None
+                else await asyncio.wait_for(
+                    gate_loader.get(), max(0.0, deadline - time.monotonic())
+                )
+            )
         except TimeoutError:
             metrics.requests.labels("check", "503").inc()
             return _error(503, "gate_starting", "the gate is still loading its scoring; retry")
@@ -396,6 +416,9 @@ def create_ingest_app(
         if queueing is not None:
             queued, queue_error = await queueing
         decision = overall(result.verdicts)
+        for verdict in result.verdicts:
+            if verdict.reasons[0].code in GATE_UNFINISHED:
+                metrics.unfinished.labels(verdict.reasons[0].code.value, verdict.kind.value).inc()
         metrics.checks.labels(decision.value).inc()
         metrics.check_seconds.observe(time.monotonic() - received)
         metrics.requests.labels("check", "200").inc()

@@ -133,7 +133,7 @@ class _Job:
     event: AnswerEvent
     kinds: tuple[KindSpec, ...]
     deadline: float  # time.monotonic()
-    future: asyncio.Future[list[Verdict]]
+    future: asyncio.Future[list[Verdict] | None]  # None: shed, it would not finish in time
     abandoned: bool = False
 
 
@@ -146,6 +146,13 @@ class NlpLane:
     _waiting: asyncio.Queue[_Job] | None = None
     _runner: asyncio.Task[None] | None = None
     batches: list[int] = field(default_factory=list)  # sizes of the last batches (metrics)
+    #: Seconds an answer took in the last batches (moving average; None before the first):
+    #: a job that cannot be done before its deadline at this pace is shed at once (its kinds
+    #: DEFER ``gate_timeout`` then, not at the deadline), so an overloaded lane spends its time
+    #: on answers it can still finish instead of on ones whose callers have given up.
+    seconds_per_answer: float | None = None
+    shed: int = 0
+    in_flight: int = 0  # answers in the batch being parsed
 
     async def score(
         self, event: AnswerEvent, kinds: tuple[KindSpec, ...], deadline: float
@@ -156,7 +163,12 @@ class NlpLane:
             self._waiting = asyncio.Queue()
         if self._runner is None or self._runner.done():
             self._runner = loop.create_task(self._run(self._waiting), name="vf-gate-nlp")
-        job = _Job(event, kinds, deadline, loop.create_future())
+        ahead = self._waiting.qsize() + self.in_flight  # answers parsed before this one
+        pace = self.seconds_per_answer
+        if pace is not None and time.monotonic() + (ahead + 1) * pace >= deadline:
+            self.shed += 1  # it would wait past its deadline: say so now, not then
+            return None
+        job: _Job = _Job(event, kinds, deadline, loop.create_future())
         self._waiting.put_nowait(job)
         try:
             return await asyncio.wait_for(
@@ -171,11 +183,12 @@ class NlpLane:
             jobs = [await waiting.get()]
             while len(jobs) < self.batch and not waiting.empty():
                 jobs.append(waiting.get_nowait())
-            now = time.monotonic()
-            live = [job for job in jobs if not job.abandoned and job.deadline > now]
+            live = self._feasible(jobs)
             if not live:
                 continue
             self.batches = [*self.batches[-99:], len(live)]
+            started = time.monotonic()
+            self.in_flight = len(live)
             try:
                 results = await asyncio.to_thread(self._score, live)
             except Exception as exc:  # fail closed per job, never kill the lane
@@ -184,9 +197,30 @@ class NlpLane:
                     if not job.future.done():
                         job.future.set_exception(exc)
                 continue
+            finally:
+                self.in_flight = 0
+            pace = (time.monotonic() - started) / len(live)
+            last = self.seconds_per_answer
+            self.seconds_per_answer = pace if last is None else 0.8 * last + 0.2 * pace
             for job, verdicts in zip(live, results, strict=True):
                 if not job.future.done():
                     job.future.set_result(verdicts)
+
+    def _feasible(self, jobs: Sequence[_Job]) -> list[_Job]:
+        """The jobs still wanted that this batch can finish in time; the others are answered
+        None (their kinds DEFER ``gate_timeout``) now."""
+        now = time.monotonic()
+        pace = self.seconds_per_answer or 0.0
+        live: list[_Job] = []
+        for job in jobs:
+            if job.abandoned or job.future.done():
+                continue
+            if job.deadline <= now + pace * (len(live) + 1):
+                self.shed += 1
+                job.future.set_result(None)
+                continue
+            live.append(job)
+        return live
 
     def _score(self, jobs: Sequence[_Job]) -> list[list[Verdict]]:
         """Score jobs asking for the same kinds together (one parse per batch)."""
@@ -256,7 +290,8 @@ class Gate:
     def _timed_out(self, kind: KindSpec, event: AnswerEvent, timeout_ms: int) -> Verdict:
         return not_scored(
             kind, event, self.scoring.ctx, ReasonCode.GATE_TIMEOUT,
-            f"not scored within timeout_ms={timeout_ms}; the stream scores it",
+            f"not scored within timeout_ms={timeout_ms} (the NLP lane's queue and the parse "
+            "take longer); the stream scores it",
             {"timeout_ms": timeout_ms},
         )  # fmt: skip
 

@@ -69,13 +69,16 @@ def read_lines(path: Path) -> list[bytes]:
     return [ln.rstrip(b"\r\n") for ln in path.read_bytes().splitlines() if ln.strip()]
 
 
-def make_producer(settings: Settings, max_record_bytes: int = MAX_LINE_BYTES) -> AIOKafkaProducer:
+def make_producer(
+    settings: Settings, max_record_bytes: int = MAX_LINE_BYTES, *, linger_ms: int = 5
+) -> AIOKafkaProducer:
     """A producer that, on the embedded broker, puts one record in each batch (see
-    docs/embedded-broker.md), and may send records of ``max_record_bytes``."""
+    docs/embedded-broker.md), and may send records of ``max_record_bytes``; on a cluster it
+    waits ``linger_ms`` to fill batches (0 for a producer in a request path: the ingest)."""
     return AIOKafkaProducer(
         bootstrap_servers=settings.bootstrap_servers,
         max_batch_size=1 if settings.embedded else 16384,
-        linger_ms=0 if settings.embedded else 5,
+        linger_ms=0 if settings.embedded else linger_ms,
         acks="all",
         max_request_size=max_record_bytes + 64 * 1024,
         **aiokafka_security_kwargs(settings),
