@@ -96,6 +96,11 @@ class Settings(BaseSettings):
     console_secure_cookie: bool = False
     #: ``verdictflow ingest``'s token (``VERDICTFLOW_INGEST_TOKEN``; default: ``api_token``).
     ingest_token: SecretStr | None = None
+    #: ``verdictflow notify``'s webhooks (``VERDICTFLOW_ALERT_WEBHOOKS``: ``shape=url`` items,
+    #: comma-separated; docs/alerts-out.md) and the bearer token its ``json`` webhooks get
+    #: (``VERDICTFLOW_ALERT_WEBHOOK_TOKEN``). Secret: webhook URLs are credentials.
+    alert_webhooks: SecretStr | None = None
+    alert_webhook_token: SecretStr | None = None
     #: OTLP/HTTP collector (``http://host:4318``, or its ``.../v1/logs`` URL) that receives
     #: every verdict as a ``gen_ai.evaluation.result`` event; None (or empty): off.
     #: ``verdictflow worker --otlp-endpoint``, see docs/operations.md.

@@ -58,6 +58,7 @@ COMMANDS: list[tuple[str, Callable[..., Any]]] = [
     ("rq-eval", rq_eval_command),
     ("ledger", audit_commands.ledger),
     ("drift", audit_commands.drift),
+    ("notify", audit_commands.notify),
 ]
 for _name, _command in COMMANDS:
     app.command(_name)(_command)

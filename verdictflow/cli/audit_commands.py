@@ -79,3 +79,51 @@ def drift(
         )
     )
     err.print(f"drift: {watcher.seen} verdicts watched, {watcher.skipped} records skipped")
+
+
+def notify(
+    from_beginning: Annotated[
+        bool,
+        typer.Option(
+            "--from-beginning",
+            help="On this group's first start, deliver the alerts already on the topic too",
+        ),
+    ] = False,
+    attempts: Annotated[int, typer.Option(min=1, max=20, help="Tries per webhook")] = 5,
+    max_wait: Annotated[
+        float, typer.Option(min=0.1, help="Longest wait between tries, seconds")
+    ] = 30.0,
+    broker: BrokerOpt = None,
+    prefix: PrefixOpt = None,
+    timeout: TimeoutOpt = None,
+) -> None:
+    """Post every alert on `alerts` to the webhooks of $VERDICTFLOW_ALERT_WEBHOOKS (json or
+    Slack's shape), once per alert and webhook, with retries; dead-letter what fails."""
+    from verdictflow.monitoring.alert_messages import WebhookConfigError, parse_webhooks
+    from verdictflow.monitoring.alert_webhooks import RetryPolicy, run_notifier
+
+    settings = build_settings(broker=broker, prefix=prefix)
+    setup_logging("info", libraries="warning")
+    if settings.alert_webhooks is None:
+        err.print("[red]notify:[/] set VERDICTFLOW_ALERT_WEBHOOKS (e.g. slack=https://...)")
+        raise typer.Exit(2)
+    try:
+        hooks = parse_webhooks(settings.alert_webhooks.get_secret_value())
+    except WebhookConfigError as exc:
+        err.print(f"[red]notify:[/] {exc}")
+        raise typer.Exit(2) from None
+    token = settings.alert_webhook_token
+    stats = asyncio.run(
+        run_notifier(
+            settings,
+            hooks,
+            policy=RetryPolicy(attempts=attempts, max_wait=max_wait),
+            token=token.get_secret_value() if token else None,
+            from_beginning=from_beginning,
+            idle_timeout=timeout,
+        )
+    )
+    err.print(
+        f"notify: {stats.delivered} delivered, {stats.dead_lettered} dead-lettered, "
+        f"{stats.already_settled} already settled, {stats.invalid} not alerts"
+    )

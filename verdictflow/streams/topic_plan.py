@@ -37,6 +37,7 @@ from verdictflow.streams.topics import (
     DOC_QUALITY_INTERNAL,
     DOCS,
     JUDGE_REQUESTS,
+    NOTIFY_LOG,
     SPANS,
     SUMMARIES,
     VERDICT_TOPICS,
@@ -71,6 +72,8 @@ def topic_plan(settings: Settings, *, verdict_days: int = 30) -> list[TopicSpec]
         DOC_QUALITY_INTERNAL: {**delete, "retention.ms": str(7 * DAY_MS)},
         JUDGE_REQUESTS: {**delete, "retention.ms": str(7 * DAY_MS)},
         SPANS: {**delete, "retention.ms": str(7 * DAY_MS)},
+        # compacted: the latest entry per (alert, webhook) is all the notifier reads back
+        NOTIFY_LOG: {"cleanup.policy": "compact"},
     }
     for topic in VERDICT_TOPICS:
         configs[topic] = {**delete, "retention.ms": str(verdict_days * DAY_MS)}

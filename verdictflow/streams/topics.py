@@ -24,6 +24,8 @@ DOC_QUALITY_INTERNAL = "internal.doc-quality"
 JUDGE_REQUESTS = "internal.judge-requests"
 #: Internal: spans from ``verdictflow ingest``, and the assembler's close ticks, by trace id.
 SPANS = "internal.spans"
+#: Internal: each (alert, webhook) that ``verdictflow notify`` settled, keyed ``<alert id>/<name>``.
+NOTIFY_LOG = "internal.notify-log"
 
 #: Faust tables by base name (the changelog topic is ``<app_id>-<name>-v<layout>-changelog``,
 #: see :mod:`verdictflow.streams.durable_table`), each with the topics whose records write it.
@@ -60,6 +62,7 @@ ALL_TOPICS = (
     DOC_QUALITY_INTERNAL,
     JUDGE_REQUESTS,
     SPANS,
+    NOTIFY_LOG,
 )
 
 
