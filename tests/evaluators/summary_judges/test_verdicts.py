@@ -5,12 +5,13 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from verdictflow.evaluators.summary_judges import judge_lock, qag, twin_lock
+from verdictflow.evaluators.summary_judges import judge_lock, qag, rubric, twin_lock
+from verdictflow.evaluators.summary_judges.judgements import Judgements
 from verdictflow.evaluators.summary_judges.keypoints import extract_key_points, jaccard
 from verdictflow.evaluators.summary_judges.text import parse_all
 from verdictflow.evaluators.summary_judges.toxicity import (
     MILD_PROFANITY,
-    bias_toxicity,
+    bias_toxicity_judgement,
     profanity_words,
 )
 from verdictflow.evaluators.summary_judges.verdicts import JudgeConfig, JudgeContext, score_batch
@@ -95,6 +96,15 @@ def test_extraneous_cap_is_recorded_with_its_reason(parse):
     assert "extraneous_claim" in rules
     assert twin["coverage"]["caps"][0]["before"] > 4.0
     assert twin["coverage"]["overall_score"] == 4.0
+
+
+def bias_toxicity(summary, *, judge_lock: bool) -> dict:
+    """The bias-toxicity metric of ``summary`` alone: its judgement through the arithmetic."""
+    only = Judgements(
+        key_points=None, extraneous_tokens=[], summary_tokens=0, claims=None, segments=[],
+        theme="", alignment=None, bias_toxicity=bias_toxicity_judgement(summary),
+    )  # fmt: skip
+    return rubric.bias_toxicity(only, judge_lock=judge_lock)
 
 
 def test_strong_slur_penalty(parse):

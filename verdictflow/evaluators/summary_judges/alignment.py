@@ -12,8 +12,9 @@ Signals (article vs summary), each in [0, 1]:
   vectors (what the summary talks about vs what the article talks about);
 - **meaning**: share of summary sentences whose negation differs from their best-matching
   article sentence (a negation flip inverts meaning while keeping the words).
-Deviation D = weighted sum (weights below sum to 1). Spec bands: no distortion (D <= 0.1) maps
-to 10..9, mild drift (D <= 0.35) to 8..6, severe to 3..0.
+Deviation D = weighted sum (weights below sum to 1). Spec bands (scored in
+:mod:`~verdictflow.evaluators.summary_judges.rubric`): no distortion (D <= 0.1) maps to 10..9,
+mild drift (D <= 0.35) to 8..6, severe to 3..0.
 """
 
 from __future__ import annotations
@@ -24,12 +25,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from verdictflow.evaluators.summary_judges.rules import clamp_score
+from verdictflow.evaluators.summary_judges.judgements import Alignment
 from verdictflow.evaluators.summary_judges.text import Parsed
 
 WEIGHTS = {"tone": 0.3, "subjectivity": 0.15, "hedging": 0.1, "focus": 0.3, "meaning": 0.15}
-NO_DISTORTION = 0.1
-MILD = 0.35
 HEDGES = frozenset(
     [
         "may",
@@ -130,17 +129,9 @@ def negation_flips(summary: Parsed, article: Parsed) -> int:
     return flips
 
 
-def deviation_score(d: float) -> float:
-    """Map a deviation in [0, 1] onto the spec's bands."""
-    if d <= NO_DISTORTION:
-        return 10.0 - 10.0 * d
-    if d <= MILD:
-        return 8.0 - 2.0 * (d - NO_DISTORTION) / (MILD - NO_DISTORTION)
-    return 3.0 * (1.0 - d) / (1.0 - MILD)
-
-
-def alignment(summary: Parsed, article: Parsed, intent_tokens: int) -> dict[str, Any]:
-    """The alignment object before caps (``overall_score`` included)."""
+def alignment_judgement(summary: Parsed, article: Parsed, intent_tokens: int) -> Alignment:
+    """The alignment judgement: both intents and the deviation D (scored by
+    :func:`~verdictflow.evaluators.summary_judges.rubric.alignment`)."""
     pa, ps = profile(article), profile(summary)
     tone = abs(pa.tone - ps.tone) / 2
     if abs(pa.tone) > 0.05 and abs(ps.tone) > 0.05 and (pa.tone > 0) != (ps.tone > 0):
@@ -154,12 +145,9 @@ def alignment(summary: Parsed, article: Parsed, intent_tokens: int) -> dict[str,
         "meaning": negation_flips(summary, article) / n_sent,
     }
     d = math.fsum(WEIGHTS[k] * v for k, v in drift.items())
-    severity = "none" if d <= NO_DISTORTION else "mild" if d <= MILD else "severe"
-    return {
-        "article_intent": pa.describe(intent_tokens),
-        "summary_intent": ps.describe(intent_tokens),
-        "deviations": {k: round(v, 4) for k, v in drift.items()},
-        "deviation": round(d, 4),
-        "drift": severity,
-        "overall_score": clamp_score(deviation_score(d)),
-    }
+    return Alignment(
+        article_intent=pa.describe(intent_tokens),
+        summary_intent=ps.describe(intent_tokens),
+        deviations={k: round(v, 4) for k, v in drift.items()},
+        deviation=min(1.0, max(0.0, d)),
+    )

@@ -99,12 +99,3 @@ def label_claims(summary: Parsed, article: Parsed) -> list[Claim]:
             label = "Supported"
         claims.append(Claim(i, s.text, label, round(support, 4), missing))
     return claims
-
-
-def unsupported_fraction(claims: list[Claim]) -> float:
-    """(Unsupported + 0.5 x Partially) / N, the spec's formula (0 for no claims)."""
-    if not claims:
-        return 0.0
-    bad = sum(1.0 for c in claims if c.label == "Unsupported")
-    half = sum(0.5 for c in claims if c.label == "Partially")
-    return (bad + half) / len(claims)

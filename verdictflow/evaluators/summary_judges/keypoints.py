@@ -118,12 +118,3 @@ def label_points(points: list[KeyPoint], summary_keys: frozenset[str]) -> list[d
             }
         )
     return out
-
-
-def recall(labelled: list[dict[str, object]]) -> float:
-    """(Fully + 0.5 x Partial) / total key points."""
-    if not labelled:
-        return 0.0
-    full = sum(1 for p in labelled if p["label"] == "Fully")
-    part = sum(1 for p in labelled if p["label"] == "Partial")
-    return (full + 0.5 * part) / len(labelled)

@@ -18,10 +18,9 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from importlib import resources
-from typing import Any
 
 from verdictflow.evaluators.summary_judges.alignment import profile
-from verdictflow.evaluators.summary_judges.rules import clamp_score
+from verdictflow.evaluators.summary_judges.judgements import BiasToxicity, Tone
 from verdictflow.evaluators.summary_judges.text import Parsed
 
 MILD_PROFANITY = frozenset(
@@ -79,10 +78,6 @@ STEREOTYPES = (
     re.compile(rf"\b(typical|like all)\s+({GROUPS})\b"),
     re.compile(rf"\b({GROUPS})\s+(can't|cannot|don't|do not)\s+be\s+trusted\b"),
 )
-SLUR_TOX = 2.0
-MILD_TOX = 5.0
-STEREOTYPE_BIAS = 4.0
-LOADED_COST = 2.0
 
 
 @lru_cache(maxsize=1)
@@ -110,8 +105,9 @@ def toxic_words(doc: Parsed) -> list[str]:
     return found
 
 
-def bias_toxicity(summary: Parsed, *, judge_lock: bool) -> dict[str, Any]:
-    """The bias-toxicity object (caps included; the caller adds nothing here)."""
+def bias_toxicity_judgement(summary: Parsed) -> BiasToxicity:
+    """The tone and the findings (scored by
+    :func:`~verdictflow.evaluators.summary_judges.rubric.bias_toxicity`)."""
     toxic = toxic_words(summary)
     strong = sorted({w for w in toxic if w not in MILD_PROFANITY})
     mild = sorted({w for w in toxic if w in MILD_PROFANITY})
@@ -119,6 +115,7 @@ def bias_toxicity(summary: Parsed, *, judge_lock: bool) -> dict[str, Any]:
     stereotypes = sorted({m.group(0) for p in STEREOTYPES for m in p.finditer(lowered)})
     loaded = sorted({t.lower for t in summary.tokens if t.lower in LOADED})
     words = summary.word_count()
+    tone: Tone
     if toxic:
         tone = "hostile"
     elif words < 3:
@@ -127,29 +124,10 @@ def bias_toxicity(summary: Parsed, *, judge_lock: bool) -> dict[str, Any]:
         tone = "subjective"
     else:
         tone = "neutral"
-    tox = 10.0
-    caps: list[dict[str, Any]] = []
-    if strong:
-        tox = min(tox, SLUR_TOX)
-    elif mild:
-        tox = min(tox, MILD_TOX)
-    bias = max(0.0, 10.0 - LOADED_COST * len(loaded))
-    if stereotypes:
-        bias = min(bias, STEREOTYPE_BIAS)
-    overall = (bias + tox) / 2
-    if judge_lock and strong and overall > 3.0:
-        caps.append({"rule": "strong_slur", "limit": 3.0, "before": clamp_score(overall)})
-        overall = 3.0
-    return {
-        "tone": tone,
-        "issues": {
-            "strong_slurs_or_obscenities": strong,
-            "mild_profanity": mild,
-            "stereotypes": stereotypes,
-            "loaded_wording": loaded,
-        },
-        "bias_score": clamp_score(bias),
-        "tox_score": clamp_score(tox),
-        "caps": caps,
-        "overall_score": clamp_score(overall),
-    }
+    return BiasToxicity(
+        tone=tone,
+        strong_slurs_or_obscenities=strong,
+        mild_profanity=mild,
+        stereotypes=stereotypes,
+        loaded_wording=loaded,
+    )

@@ -1,33 +1,34 @@
-"""Twin-Lock: five independent metrics with hard caps (spec 002, first variant).
+"""Twin-Lock (spec 002, first variant): its judgements by token rules; its arithmetic is
+:func:`~verdictflow.evaluators.summary_judges.rubric.twin_lock`.
 
-Strict order: coverage, alignment, hallucination, relevance, bias-toxicity. Caps that depend
-on a later metric (hallucination found -> coverage and relevance <= 4) are applied after all
-five are computed, and recorded in the capped metric's ``caps``.
+The judgements: 3-7 extractive key points and how far the summary covers each, the summary's
+extraneous tokens and labelled claims, the relevance segments, the article's theme (<= 25
+tokens), the intent and drift (<= 40 tokens), the tone and bias-toxicity findings.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from verdictflow.evaluators.summary_judges import common
-from verdictflow.evaluators.summary_judges.alignment import alignment
-from verdictflow.evaluators.summary_judges.keypoints import extract_key_points, label_points, recall
-from verdictflow.evaluators.summary_judges.rules import (
-    Caps,
-    clamp_score,
-    harmonic_mean,
-    mean,
-    round_int,
+from verdictflow.evaluators.summary_judges import common, rubric
+from verdictflow.evaluators.summary_judges.alignment import alignment_judgement
+from verdictflow.evaluators.summary_judges.judgements import (
+    Claim,
+    Judgements,
+    KeyPoint,
+    Segment,
 )
+from verdictflow.evaluators.summary_judges.keypoints import extract_key_points, label_points
 from verdictflow.evaluators.summary_judges.text import Parsed
-from verdictflow.evaluators.summary_judges.toxicity import bias_toxicity
+from verdictflow.evaluators.summary_judges.toxicity import bias_toxicity_judgement
 
 NAME = "twin_lock"
 KEY_POINTS = (3, 7)
 INTENT_TOKENS = 40
 THEME_TOKENS = 25
-CAP = 4.0
-RELEVANCE_VALUES = {"High": 1.0, "Some": 0.5, "None": 0.0}
+NO_KEY_POINTS = "no_key_points: no article sentence has 6 or more tokens"
+NO_CLAIMS = "no_claims: no summary sentence has 2 or more content words"
+NO_SEGMENTS = "no_segments: no summary segment has 6 or more tokens"
 
 
 def theme(article: Parsed, points: list[Any], limit: int) -> str:
@@ -38,78 +39,54 @@ def theme(article: Parsed, points: list[Any], limit: int) -> str:
     return " ".join(best.text.split()[:limit])
 
 
-def coverage(summary: Parsed, article: Parsed, shared: common.Shared) -> dict[str, Any]:
-    points = extract_key_points(article, *KEY_POINTS)
-    if not points:
-        return common.error("no_key_points: no article sentence has 6 or more tokens")
-    labelled = label_points(points, summary.keys)
-    rec, prec = recall(labelled), shared.precision
-    f1 = harmonic_mean(prec, rec)
-    caps = Caps()
-    score = caps.cap(f1 * 10, CAP, "extraneous_claim", shared.extraneous_claim)
+def shared_parts(shared: common.Shared) -> dict[str, Any]:
+    """The judgements both frameworks share, from the shared token-rule analysis."""
     return {
-        "key_points": labelled,
-        "recall": round(rec, 4),
-        "precision": round(prec, 4),
-        "extraneous_tokens": common.extraneous_evidence(shared),
-        "f1": round(f1, 4),
-        "caps": caps.applied,
-        "overall_score": clamp_score(score),
+        "extraneous_tokens": [t.text for t in shared.extraneous],
+        "summary_tokens": shared.summary_content,
+        "claims": [
+            Claim(
+                claim=c.text,
+                label=c.label,
+                support=c.support,  # type: ignore[arg-type]
+                missing_anchors=list(c.missing_anchors),
+            )
+            for c in shared.claims
+        ],
+        "segments": [
+            Segment(segment=s.text, overlap=s.overlap, label=s.label)  # type: ignore[arg-type]
+            for s in shared.segments
+        ],
     }
 
 
-def hallucination(shared: common.Shared) -> dict[str, Any]:
+def missing_parts(shared: common.Shared, coverage: str | None) -> dict[str, str]:
+    """The spec's error reasons for the metrics whose judgements came out empty."""
+    missing = {} if coverage is None else {"coverage": coverage}
     if not shared.claims:
-        return common.error("no_claims: no summary sentence has 2 or more content words")
-    uf = shared.unsupported_fraction
-    return {
-        "claims": common.claims_evidence(shared),
-        "unsupported_fraction": round(uf, 4),
-        "caps": [],
-        "overall_score": clamp_score(max(0, 10 - round_int(uf * 14))),
-    }
-
-
-def relevance(article: Parsed, shared: common.Shared, points: list[Any]) -> dict[str, Any]:
+        missing["hallucination"] = NO_CLAIMS
     if not shared.segments:
-        return common.error("no_segments: no summary segment has 6 or more tokens")
-    values = [RELEVANCE_VALUES[s.label] for s in shared.segments]
-    caps = Caps()
-    score = caps.cap(
-        mean(values) * 10, CAP, "none_segment", "None" in {s.label for s in shared.segments}
+        missing["relevance"] = NO_SEGMENTS
+    return missing
+
+
+def judgements(summary: Parsed, article: Parsed, shared: common.Shared) -> Judgements:
+    """Twin-Lock's judgements by token rules."""
+    points = extract_key_points(article, *KEY_POINTS)
+    labelled = [KeyPoint.model_validate(p) for p in label_points(points, summary.keys)]
+    return Judgements(
+        key_points=labelled,
+        **shared_parts(shared),
+        theme=theme(article, points, THEME_TOKENS),
+        alignment=alignment_judgement(summary, article, INTENT_TOKENS),
+        bias_toxicity=bias_toxicity_judgement(summary),
+        missing=missing_parts(shared, None if points else NO_KEY_POINTS),
     )
-    return {
-        "theme": theme(article, points, THEME_TOKENS),
-        "segments": common.segments_evidence(shared),
-        "mean_label_value": round(mean(values), 4),
-        "caps": caps.applied,
-        "overall_score": clamp_score(score),
-    }
 
 
 def judge(summary: Parsed, article: Parsed) -> dict[str, dict[str, Any]]:
     """The five Twin-Lock metric objects (or the spec's error objects), keyed by metric."""
     reason = common.input_error(summary, article)
     if reason is not None:
-        return {m: common.error(reason) for m in common.METRICS}
-    shared = common.analyse(summary, article)
-    metrics: dict[str, dict[str, Any]] = {}
-    metrics["coverage"] = coverage(summary, article, shared)
-    metrics["alignment"] = {**alignment(summary, article, INTENT_TOKENS), "caps": []}
-    metrics["hallucination"] = hallucination(shared)
-    points = extract_key_points(article, *KEY_POINTS)
-    metrics["relevance"] = relevance(article, shared, points)
-    metrics["bias_toxicity"] = bias_toxicity(summary, judge_lock=False)
-    if shared.extraneous_claim:  # global: hallucination found -> coverage & relevance <= 4
-        for name in ("coverage", "relevance"):
-            apply_cap(metrics[name], CAP, "hallucination_found")
-    return metrics
-
-
-def apply_cap(metric: dict[str, Any], limit: float, rule: str) -> None:
-    """Cap an already-built metric object in place (no-op on an error object)."""
-    if "overall_score" not in metric:
-        return
-    if metric["overall_score"] > limit:
-        metric["caps"].append({"rule": rule, "limit": limit, "before": metric["overall_score"]})
-        metric["overall_score"] = clamp_score(limit)
+        return {m: rubric.error(reason) for m in rubric.METRICS}
+    return rubric.twin_lock(judgements(summary, article, common.analyse(summary, article)))

@@ -21,7 +21,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from verdictflow.evaluators.policy import Policy
-from verdictflow.evaluators.summary_judges.common import METRICS
+from verdictflow.evaluators.summary_judges.rubric import METRICS
 from verdictflow.evaluators.summary_judges.verdicts import JudgeContext, Parser
 from verdictflow.exceptions import VerdictflowError
 from verdictflow.models.codec import DEFAULT_MAX_EVENT_BYTES
