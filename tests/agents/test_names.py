@@ -35,4 +35,6 @@ def test_every_kind_has_its_agents_as_before_the_registry_stopped_naming_them() 
         "consistency": ("vf-consistency",),
         "judge.twin_lock": ("vf-summaries",),
         "judge.judge_lock": ("vf-summaries",),
+        "judge_llm.twin_lock": ("vf-judge",),  # issue 45: the rubric by a judge model
+        "judge_llm.judge_lock": ("vf-judge",),
     }

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import faust
@@ -37,11 +37,17 @@ from verdictflow.agents.names import TIER_AGENTS
 from verdictflow.evaluators.escalation import Priority
 from verdictflow.evaluators.faithfulness_llm import JudgeContext, build_verdict
 from verdictflow.evaluators.kinds import Tier
+from verdictflow.evaluators.summary_judges.rubric_verdicts import (
+    Parser,
+    RubricContext,
+    rubric_verdicts,
+)
 from verdictflow.judge_tier.budget import BudgetSkipped, utc_day
 from verdictflow.judge_tier.client import JudgeClient, JudgeUnavailable
 from verdictflow.models.codec import encode
 from verdictflow.models.judge import Judgement, JudgeRequest
-from verdictflow.models.verdicts import Verdict
+from verdictflow.models.verdicts import ReasonCode, Verdict
+from verdictflow.pipelines.summaries import spacy_parser
 from verdictflow.settings import Settings
 from verdictflow.streams.batch_agent import batch_agent
 from verdictflow.streams.durable_table import (
@@ -122,12 +128,40 @@ class TableLedger:
 class JudgeProcessor:
     """The agent's logic over the cache table and a client."""
 
-    def __init__(self, table: Any, client: JudgeClient, ctx: JudgeContext) -> None:
+    def __init__(
+        self,
+        table: Any,
+        client: JudgeClient,
+        ctx: JudgeContext,
+        rubric: RubricContext | None = None,
+    ) -> None:
         self.table = table
         self.client = client
         self.ctx = ctx
+        self.rubric = rubric
+        self._parse: Parser | None = None
 
-    def _cached(self, key: str) -> Judgement | None:
+    def _verdicts(
+        self,
+        request: JudgeRequest,
+        judgement: Judgement | None,
+        deferral: tuple[ReasonCode, str] | None = None,
+    ) -> list[Verdict] | Awaitable[list[Verdict]]:
+        """The request's verdicts: ``faithfulness_llm``, or the rubric's two ``judge_llm``
+        verdicts (parsed with spaCy, off the event loop: an awaitable)."""
+        if request.task != "rubric":
+            return [build_verdict(request, self.ctx, judgement, deferral)]
+        assert self.rubric is not None, "a rubric request needs the rubric context"
+        rubric = self.rubric
+
+        def build() -> list[Verdict]:
+            if self._parse is None:
+                self._parse = spacy_parser()[0]  # loaded on the first rubric request
+            return list(rubric_verdicts(request, rubric, judgement, self._parse, deferral))
+
+        return asyncio.to_thread(build)
+
+    def _cached(self, key: str, task: str = "faithfulness") -> Judgement | None:
         raw = self.table.get(key)
         if raw is None:
             return None
@@ -139,17 +173,17 @@ class JudgeProcessor:
         same_judge = (judgement.backend, judgement.model, judgement.prompt_version) == (
             backend.name,
             backend.model,
-            backend.prompt_version,
+            self.client.prompt_version(task),
         )
         return judgement if same_judge else None
 
-    async def verdict(self, event: Any, key: str, request: JudgeRequest) -> Verdict | None:
-        """The request's verdict (None when the budget skipped it)."""
+    async def verdict(self, event: Any, key: str, request: JudgeRequest) -> list[Verdict]:
+        """The request's verdicts (none when the budget skipped it)."""
         with writes_for(event):
-            cached = self._cached(key)
+            cached = self._cached(key, request.task)
         if cached is not None:
             self.client.metrics.cache_hits.inc()
-            return build_verdict(request, self.ctx, cached)
+            return await _resolved(self._verdicts(request, cached))
         priority = Priority[request.priority.upper()]
         while True:
             try:
@@ -162,7 +196,7 @@ class JudgeProcessor:
                     "not judged (%s): %s verdict %s of %s: %s", exc.reason, priority.label,
                     request.reviews.verdict_id, request.event.id, exc.detail,
                 )  # fmt: skip
-                return None
+                return []
             except JudgeUnavailable as exc:
                 self.client.metrics.unavailable.inc()
                 logger.warning(
@@ -171,10 +205,10 @@ class JudgeProcessor:
                 )  # fmt: skip
                 await asyncio.sleep(UNAVAILABLE_PAUSE)
         if isinstance(outcome, tuple):
-            return build_verdict(request, self.ctx, None, outcome)
+            return await _resolved(self._verdicts(request, None, outcome))
         with writes_for(event):
             self.table[key] = outcome.model_dump(mode="json")
-        return build_verdict(request, self.ctx, outcome)
+        return await _resolved(self._verdicts(request, outcome))
 
     async def handle(
         self, events: Sequence[Any], records: Sequence[Record], outbox: Outbox
@@ -192,12 +226,16 @@ class JudgeProcessor:
         items.sort(key=lambda item: Priority[item[3].priority.upper()])
         verdicts = await asyncio.gather(*(self.verdict(e, k, r) for e, _, k, r in items))
         await self.table.flush_writes()  # the judgements are durable before their verdicts go
-        for (_, record, _, _), verdict in zip(items, verdicts, strict=True):
-            if verdict is not None:
-                headers = {"vf-source": record.where.encode()}
+        for (_, record, _, _), produced in zip(items, verdicts, strict=True):
+            headers = {"vf-source": record.where.encode()}
+            for verdict in produced:
                 await outbox.send(
                     verdict_topic(verdict.kind), verdict.input_id, encode(verdict), headers
                 )
+
+
+async def _resolved(verdicts: list[Verdict] | Awaitable[list[Verdict]]) -> list[Verdict]:
+    return verdicts if isinstance(verdicts, list) else await verdicts
 
 
 def register(
@@ -208,12 +246,13 @@ def register(
     client: JudgeClient,
     ctx: JudgeContext,
     store: str,
+    rubric: RubricContext | None = None,
 ) -> JudgeProcessor:
     """Declare the cache table and the judge agent on ``app``."""
     table: DurableWritesTable = durable_table(
         app, JUDGE_CACHE_TABLE, key_type=str, partitions=settings.partitions, store=store
     )
-    proc = JudgeProcessor(table, client, ctx)
+    proc = JudgeProcessor(table, client, ctx, rubric)
     outbox = new_outbox()
     requests_topic = topics[JUDGE_REQUESTS].get_topic_name()
 
@@ -247,5 +286,12 @@ def register(
             backend.name, backend.model, client.policy.budget.requests_per_minute,
             client.policy.budget.tokens_per_minute, client.policy.budget.max_concurrency,
         )  # fmt: skip
+        if client.policy.rubric is not None and not backend.runs_rubric:
+            logger.warning(
+                "judge tier: judge_tier.rubric is set, but the %s backend does not run the "
+                "spec-002 rubric (it needs a chat model: VERDICTFLOW_JUDGE_URL); rubric "
+                "requests get DEFER judge_refused verdicts",
+                backend.name,
+            )
 
     return proc

@@ -162,14 +162,19 @@ def _register_judge(
     from verdictflow.agents import doc_quality
     from verdictflow.agents import judge_tier as judge_agent
     from verdictflow.evaluators.faithfulness_llm import JudgeContext
+    from verdictflow.evaluators.summary_judges.rubric_verdicts import RubricContext
     from verdictflow.judge_tier.factory import make_client
     from verdictflow.judge_tier.metrics import JudgeMetrics
+    from verdictflow.nlp import installed_pipeline_version
 
     judge_metrics = JudgeMetrics(metrics.registry if metrics is not None else None)
     client = make_client(judge or JudgeSettings(), policy.judge_tier, judge_metrics)
     ctx = JudgeContext(client.backend.name, client.backend.model, policy.faithfulness_llm.threshold)
+    rubric = RubricContext(
+        client.backend.name, client.backend.model, policy.judge, installed_pipeline_version()
+    )
     store = doc_quality.table_store(QualitySettings())
-    judge_agent.register(app, topics, new_outbox, settings, client, ctx, store)
+    judge_agent.register(app, topics, new_outbox, settings, client, ctx, store, rubric)
 
 
 def create_apps(

@@ -69,8 +69,31 @@ class JudgeBudget(_Strict):
 EscalatedKind = Literal["faithfulness"]
 
 
+class RubricEscalation(_Strict):
+    """Which summaries the judge model runs the spec-002 rubric on (``judge_llm`` verdicts,
+    one request per summary for both frameworks), by the deterministic judges' verdicts on it:
+    ``all``, any judge verdict scored in ``band`` (0-10, both ends included), or any FAIL."""
+
+    all: bool = False
+    band: (
+        tuple[Annotated[float, Field(ge=0, le=10)], Annotated[float, Field(ge=0, le=10)]] | None
+    ) = None
+    fail: bool = False
+
+    def wants(self, scores: list[float | None], failed: bool) -> bool:
+        if self.all or (self.fail and failed):
+            return True
+        if self.band is None:
+            return False
+        low, high = self.band
+        return any(s is not None and low <= s <= high for s in scores)
+
+
 class JudgeTierPolicy(_Strict):
     escalate: dict[EscalatedKind, EscalationRule] = {}
+    #: The rubric by a judge model (issue 45; docs/verdicts/judge.md, "The model path"): off
+    #: unless set, and only where the judge tier has an OpenAI-compatible endpoint.
+    rubric: RubricEscalation | None = None
     budget: JudgeBudget = JudgeBudget()
     #: A prompt longer than this (question, contexts and answer, in characters) is not sent:
     #: the verdict DEFERs ``too_long_for_judge`` (a cut context would make supported claims
@@ -84,7 +107,7 @@ class JudgeTierPolicy(_Strict):
 
     @property
     def enabled(self) -> bool:
-        return bool(self.escalate)
+        return bool(self.escalate) or self.rubric is not None
 
 
 class FaithfulnessLlmPolicy(_Strict):

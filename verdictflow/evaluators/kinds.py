@@ -253,6 +253,21 @@ KINDS: tuple[KindSpec, ...] = (
         )
         for judge in ("twin_lock", "judge_lock")
     ),
+    *(
+        KindSpec(
+            name=f"judge_llm.{judge}",
+            kind=VerdictKind.JUDGE_LLM,
+            scope=Scope.SUMMARY,
+            direction="higher",
+            scale=10.0,
+            doc="docs/verdicts/judge.md",
+            tier=Tier.JUDGE,
+            # no offline scorer: the judge tier asks a model for the rubric's judgements
+            # (evaluators/summary_judges/rubric_model.py); thresholds are the judges' own
+            judge=judge,
+        )
+        for judge in ("twin_lock", "judge_lock")
+    ),
 )
 
 BY_NAME: dict[str, KindSpec] = {spec.name: spec for spec in KINDS}
@@ -285,4 +300,6 @@ def answer_kinds(tier: Tier | None = None) -> tuple[KindSpec, ...]:
 
 def series_name(kind: str, judge: object = None) -> str:
     """The entry name of a verdict read as JSON: ``judge.<judge>`` for judges, else its kind."""
-    return f"judge.{judge}" if kind == VerdictKind.JUDGE.value else kind
+    if kind in (VerdictKind.JUDGE.value, VerdictKind.JUDGE_LLM.value):
+        return f"{kind}.{judge}"
+    return kind

@@ -48,12 +48,19 @@ class Reply:
     completion_tokens: int | None = None
 
 
+Messages = list[dict[str, str]]
+
+
 class Backend(Protocol):
     name: str
     model: str
     prompt_version: str
+    #: Whether it can run the spec-002 rubric (a chat model can; a cross-encoder cannot).
+    runs_rubric: bool
 
-    async def ask(self, event: AnswerEvent, max_tokens: int) -> Reply: ...
+    async def ask(
+        self, event: AnswerEvent, max_tokens: int, messages: Messages | None = None
+    ) -> Reply: ...
 
     async def close(self) -> None: ...
 
@@ -65,6 +72,7 @@ class OpenAIBackend:
 
     name = "openai"
     prompt_version = contract.PROMPT_VERSION
+    runs_rubric = True
 
     def __init__(self, base_url: str, model: str, api_key: str, timeout: float) -> None:
         from openai import AsyncOpenAI
@@ -74,10 +82,13 @@ class OpenAIBackend:
             base_url=base_url, api_key=api_key or "none", max_retries=0, timeout=timeout
         )
 
-    async def ask(self, event: AnswerEvent, max_tokens: int) -> Reply:
+    async def ask(
+        self, event: AnswerEvent, max_tokens: int, messages: Messages | None = None
+    ) -> Reply:
+        """The reply to ``messages`` (default: the faithfulness prompt for ``event``)."""
         completion = await self.client.chat.completions.create(  # type: ignore[call-overload]
             model=self.model,
-            messages=contract.messages(event),
+            messages=messages if messages is not None else contract.messages(event),
             temperature=0,
             seed=SEED,
             max_tokens=max_tokens,
@@ -105,6 +116,7 @@ class CrossEncoderBackend:
 
     name = "cross-encoder"
     prompt_version = "cross-encoder-claims/1"
+    runs_rubric = False
 
     def __init__(self, model_dir: str, threads: int = 1) -> None:
         path = Path(model_dir)
@@ -127,7 +139,9 @@ class CrossEncoderBackend:
         self.model = f"{path.name}@{digest.hexdigest()[:16]}"
         self._lock = asyncio.Lock()
 
-    async def ask(self, event: AnswerEvent, max_tokens: int) -> Reply:
+    async def ask(
+        self, event: AnswerEvent, max_tokens: int, messages: Messages | None = None
+    ) -> Reply:
         async with self._lock:  # one forward pass at a time: the model is not shared
             content = await asyncio.to_thread(self._judge, event)
         return Reply(content)

@@ -33,7 +33,9 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 from verdictflow.evaluators import faithfulness_llm as contract
 from verdictflow.evaluators.escalation import Priority
 from verdictflow.evaluators.judge_tier_policy import JudgeTierPolicy
-from verdictflow.judge_tier.backends import Backend, Reply
+from verdictflow.evaluators.summary_judges import rubric_model
+from verdictflow.evaluators.summary_judges.rubric_verdicts import rubric_messages
+from verdictflow.judge_tier.backends import Backend, Messages, Reply
 from verdictflow.judge_tier.budget import Budget, prompt_tokens
 from verdictflow.judge_tier.metrics import JudgeMetrics
 from verdictflow.models.judge import Judgement, JudgeRequest
@@ -82,10 +84,25 @@ class JudgeClient:
         self.breaker_reset_seconds = breaker_reset_seconds
         self.metrics = metrics or JudgeMetrics()
 
+    def prompt_version(self, task: str) -> str:
+        """The prompt a request of ``task`` is asked with (the cache checks it)."""
+        return rubric_model.PROMPT_VERSION if task == "rubric" else self.backend.prompt_version
+
     async def judge(self, request: JudgeRequest, priority: Priority) -> Judgement | Deferral:
         """See the module doc."""
         event = request.event
-        chars = contract.prompt_chars(event)
+        messages: Messages | None = None
+        if request.task == "rubric":
+            if not self.backend.runs_rubric:
+                return (
+                    ReasonCode.JUDGE_REFUSED,
+                    f"the {self.backend.name} backend does not run the spec-002 rubric: it needs "
+                    "a chat model (VERDICTFLOW_JUDGE_URL and VERDICTFLOW_JUDGE_MODEL)",
+                )
+            messages = rubric_messages(event)
+            chars = sum(len(m["content"]) for m in messages)
+        else:
+            chars = contract.prompt_chars(event)
         if chars > self.policy.max_prompt_chars:
             return (
                 ReasonCode.TOO_LONG_FOR_JUDGE,
@@ -94,18 +111,21 @@ class JudgeClient:
             )
         tokens = prompt_tokens(chars)
         labels = self.metrics.labels(event.model, event.tenant)
-        first = await self._ask(request, priority, tokens, labels)
+        first = await self._ask(request, priority, tokens, labels, messages)
         if isinstance(first[0], ReasonCode):
             return first  # type: ignore[return-value]
         reply, attempts = first
         invalid = None
         try:
-            contract.parse_response(reply.content)
-        except contract.InvalidResponse as exc:
+            if request.task == "rubric":
+                rubric_model.parse_reply(reply.content)
+            else:
+                contract.parse_response(reply.content)
+        except (contract.InvalidResponse, rubric_model.InvalidRubricReply) as exc:
             self.metrics.invalid.labels(self.backend.model).inc()
             logger.warning("judge reply for %s broke the contract (%s); asking once more",
                            event.id, exc)  # fmt: skip
-            second = await self._ask(request, priority, tokens, labels)
+            second = await self._ask(request, priority, tokens, labels, messages)
             if isinstance(second[0], ReasonCode):
                 return second  # type: ignore[return-value]
             invalid, reply, more = reply.content, second[0], second[1]
@@ -113,7 +133,7 @@ class JudgeClient:
         return Judgement(  # bounded: a reply of megabytes must not reach the cache table
             backend=self.backend.name,
             model=self.backend.model,
-            prompt_version=self.backend.prompt_version,
+            prompt_version=self.prompt_version(request.task),
             content=contract.bounded(reply.content),
             first_invalid=contract.bounded(invalid) if invalid is not None else None,
             prompt_tokens=reply.prompt_tokens,
@@ -122,7 +142,12 @@ class JudgeClient:
         )
 
     async def _ask(
-        self, request: JudgeRequest, priority: Priority, tokens: int, labels: tuple[str, str]
+        self,
+        request: JudgeRequest,
+        priority: Priority,
+        tokens: int,
+        labels: tuple[str, str],
+        messages: Messages | None = None,
     ) -> tuple[Reply, int] | Deferral:
         attempts = 0
         retrying = AsyncRetrying(
@@ -142,7 +167,10 @@ class JudgeClient:
                     self.metrics.budget_spent(self.budget.spend)
                     async with self.budget.in_flight():
                         reply = await self.breaker.call_async(
-                            self.backend.ask, request.event, self.policy.max_completion_tokens
+                            self.backend.ask,
+                            request.event,
+                            self.policy.max_completion_tokens,
+                            messages,
                         )
                     await self.budget.charge(reply.completion_tokens, expected)
                     self.metrics.answered(self.backend.model, labels, reply, tokens + expected)

@@ -40,6 +40,9 @@ class JudgeRequest(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
 
     schema_version: int = SCHEMA_VERSION
+    #: ``faithfulness`` (a ``faithfulness_llm`` verdict) or ``rubric`` (a summary's spec-002
+    #: rubric by the judge model: ``judge_llm`` verdicts, one per framework).
+    task: Literal["faithfulness", "rubric"] = "faithfulness"
     scope: Literal["answer", "summary"]
     priority: Literal["fail", "band", "sample"]
     reviews: ReviewedVerdict
@@ -66,7 +69,9 @@ class Judgement(BaseModel):
     attempts: int = 1
 
 
-def content_key(event: AnswerEvent) -> str:
-    """SHA-256 of what is judged (query, answer, contexts): the cache key and record key."""
-    payload = orjson.dumps([event.query, event.answer, [c.text for c in event.context_passages]])
+def content_key(event: AnswerEvent, task: str = "faithfulness") -> str:
+    """SHA-256 of what is judged (query, answer, contexts) and how: the cache key and record
+    key (the faithfulness task keeps its former keys; another task's differ)."""
+    texts: list[object] = [event.query, event.answer, [c.text for c in event.context_passages]]
+    payload = orjson.dumps(texts if task == "faithfulness" else [task, *texts])
     return hashlib.sha256(payload).hexdigest()

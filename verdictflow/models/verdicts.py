@@ -26,6 +26,7 @@ class VerdictKind(StrEnum):
     FAITHFULNESS = "faithfulness"
     JUDGE = "judge"
     FAITHFULNESS_LLM = "faithfulness_llm"  # the judge tier's review of a faithfulness verdict
+    JUDGE_LLM = "judge_llm"  # the judge tier's run of the spec-002 rubric on a summary
 
 
 class Decision(StrEnum):

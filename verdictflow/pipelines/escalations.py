@@ -14,7 +14,7 @@ from verdictflow.evaluators.judge_tier_policy import JudgeTierPolicy
 from verdictflow.models.codec import encode
 from verdictflow.models.events import AnswerEvent
 from verdictflow.models.judge import JudgeRequest, ReviewedVerdict, content_key
-from verdictflow.models.verdicts import Verdict
+from verdictflow.models.verdicts import Decision, Verdict
 from verdictflow.pipelines import Output
 from verdictflow.streams.topics import JUDGE_REQUESTS
 
@@ -48,3 +48,33 @@ def judge_requests(
         )
         out.append((JUDGE_REQUESTS, content_key(event), encode(request)))
     return out
+
+
+def rubric_request(
+    event: AnswerEvent, judge_verdicts: Sequence[Verdict], policy: JudgeTierPolicy
+) -> list[Output]:
+    """The request for the judge model's rubric on a summary (as an answer whose one context is
+    its article), when ``judge_tier.rubric`` wants it given the deterministic judges'
+    verdicts; it reviews the first of them that led to it."""
+    rule = policy.rubric
+    if rule is None or not judge_verdicts:
+        return []
+    failed = any(v.decision is Decision.FAIL for v in judge_verdicts)
+    if not rule.wants([v.score for v in judge_verdicts], failed):
+        return []
+    reviewed = judge_verdicts[-1]  # Judge-Lock when both ran: the spec's "best variant"
+    request = JudgeRequest(
+        task="rubric",
+        scope="summary",
+        priority="fail" if failed else "band",
+        reviews=ReviewedVerdict(
+            verdict_id=reviewed.verdict_id,
+            kind=reviewed.kind,
+            score=reviewed.score,
+            decision=reviewed.decision,
+            threshold=reviewed.threshold,
+            config_digest=reviewed.config_digest,
+        ),
+        event=event,
+    )
+    return [(JUDGE_REQUESTS, content_key(event, "rubric"), encode(request))]

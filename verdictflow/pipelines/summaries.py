@@ -18,7 +18,7 @@ from verdictflow.models.codec import decode, encode
 from verdictflow.models.events import SummaryEvent
 from verdictflow.models.verdicts import Verdict
 from verdictflow.pipelines import Output
-from verdictflow.pipelines.escalations import judge_requests
+from verdictflow.pipelines.escalations import judge_requests, rubric_request
 from verdictflow.pipelines.isolation import score_isolating_failures
 from verdictflow.streams.records import Record, dead_letter
 from verdictflow.streams.topics import DEAD_LETTERS, verdict_topic
@@ -86,9 +86,12 @@ def judge_records(
                 failed.append(stage + result.detail)
             else:
                 outputs[i] += [(verdict_topic(v.kind), v.input_id, encode(v)) for v in result]
-        if faithfulness is not None and not isinstance(faith, InvalidEvent):
+        if faithfulness is not None:
             policy = faithfulness.ctx.policy.judge_tier  # the judge tier reviews escalations
-            outputs[i] += judge_requests(as_answer(event), faith, policy, "summary")
+            if not isinstance(faith, InvalidEvent):
+                outputs[i] += judge_requests(as_answer(event), faith, policy, "summary")
+            if not isinstance(verdicts, InvalidEvent):  # and runs the rubric where asked
+                outputs[i] += rubric_request(as_answer(event), verdicts, policy)
         if failed:
             error = InvalidEvent("internal_error", "; ".join(failed)[:500])
             outputs[i].append(

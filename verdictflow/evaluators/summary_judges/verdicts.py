@@ -78,14 +78,14 @@ def judge_verdict_id(input_id: str, judge: str, config_digest: str) -> str:
     return verdict_id(input_id, VerdictKind.JUDGE, config_digest, judge)
 
 
-def _trim(value: Any, limit: int) -> Any:
+def trim_evidence(value: Any, limit: int) -> Any:
     """Cap every string in an evidence tree at ``limit`` characters (verdicts stay small)."""
     if isinstance(value, str):
         return value if len(value) <= limit else value[: limit - 1] + "…"
     if isinstance(value, list):
-        return [_trim(v, limit) for v in value[: common.MAX_EVIDENCE_ITEMS]]
+        return [trim_evidence(v, limit) for v in value[: common.MAX_EVIDENCE_ITEMS]]
     if isinstance(value, dict):
-        return {k: _trim(v, limit) for k, v in value.items()}
+        return {k: trim_evidence(v, limit) for k, v in value.items()}
     return value
 
 
@@ -122,7 +122,7 @@ def build_verdict(
         group=None,
         event_ts=event.ts,
         judge=judge,
-        metrics=_trim(metrics, ctx.config.max_text_chars),
+        metrics=trim_evidence(metrics, ctx.config.max_text_chars),
     )
 
 
