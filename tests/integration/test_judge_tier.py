@@ -1,7 +1,9 @@
 """The judge tier end to end against a local OpenAI-compatible stand-in: every escalated
 answer gets exactly one ``faithfulness_llm`` verdict id within a 40-requests-a-minute budget
-shared by two judge processes (retries included) while 3 of every 10 requests fail; a judge
-worker SIGKILLed mid-run and restarted loses nothing, and its duplicates are byte-identical."""
+shared by two judge processes (retries included) while 3 of every 10 requests fail, and every
+summary escalated to the rubric (issue 45) exactly one ``judge_llm`` verdict per framework, the
+one whose replies are malformed twice with the spec's error objects; a judge worker SIGKILLed
+mid-run and restarted loses nothing, and its duplicates are byte-identical."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.support.openai_standin import StandIn, serve
+from tests.support.openai_standin import ALWAYS_MALFORMED, StandIn, serve
 from tests.support.reliability import OutputCollector
 from verdictflow.streams.replay import replay
 
@@ -52,15 +54,25 @@ def input_ids(out: OutputCollector, kind: str, scored_only: bool = False) -> set
     return ids
 
 
-def policy(tmp_path: Path, rpm: int, concurrency: int = 4) -> Path:
+def policy(tmp_path: Path, rpm: int, concurrency: int = 4, rubric: bool = False) -> Path:
     path = tmp_path / "policy.yaml"
     path.write_text(
         "judge_tier:\n"
         "  escalate:\n"
         "    faithfulness: {band: [0.0, 1.0]}\n"
         f"  budget: {{requests_per_minute: {rpm}, max_concurrency: {concurrency}}}\n"
+        + ("  rubric: {all: true}\n" if rubric else "")
     )
     return path
+
+
+def summaries() -> list[bytes]:
+    """Three summaries of one article for the rubric; the judge's replies to the last are
+    always malformed."""
+    article = f"Record s. {CONTEXT} The museum opened a new wing in the old harbour district."
+    texts = [ANSWERS[0], ANSWERS[2], f"{ANSWERS[1]} {ALWAYS_MALFORMED}"]
+    return [orjson.dumps({"id": f"s{i}", "article": article, "summary": text})
+            for i, text in enumerate(texts)]  # fmt: skip
 
 
 def judge_env(url: str) -> dict[str, str]:
@@ -85,7 +97,7 @@ def test_every_scored_answer_is_judged_once_within_the_budget(
     settings = settings_factory(partitions=2)
     standin = StandIn(pattern=FAILING, retry_after=1.0)
     with serve(standin) as url, OutputCollector(settings) as out:
-        path = policy(tmp_path, 40)
+        path = policy(tmp_path, 40, rubric=True)
         worker = worker_factory(settings, path, env=judge_env(url))
         # A second judge process in the same group (issue 40: a `--tier all` worker and a
         # `--tier judge` one sent 43 requests in 60 s): the budget is the deployment's.
@@ -93,11 +105,15 @@ def test_every_scored_answer_is_judged_once_within_the_budget(
             settings.model_copy(update={"tier": "judge"}), path, env=judge_env(url)
         )
         asyncio.run(replay(lines(30), "answers", settings))
+        asyncio.run(replay(summaries(), "summaries", settings))
 
         def judged_all() -> bool:
-            done = len(input_ids(out, "faithfulness")) == 30
-            return done and input_ids(out, "faithfulness_llm") >= input_ids(
-                out, "faithfulness", True
+            done = len(input_ids(out, "faithfulness")) == 33
+            rubric = len(by_kind(out).get("judge_llm", {})) == 6
+            return (
+                done
+                and rubric
+                and input_ids(out, "faithfulness_llm") >= input_ids(out, "faithfulness", True)
             )
 
         alive = lambda: worker.proc.poll() is None and second.proc.poll() is None  # noqa: E731
@@ -107,15 +123,36 @@ def test_every_scored_answer_is_judged_once_within_the_budget(
         out.settle()
     kinds = by_kind(out)
     faithfulness = [orjson.loads(v[0]) for v in kinds["faithfulness"].values()]
-    scored = {v["input_id"] for v in faithfulness if v["score"] is not None}
+    scored = {
+        v["input_id"] for v in faithfulness if v["score"] is not None and v["input_id"][0] == "a"
+    }
     assert len(scored) == 29, "the test needs 29 scored answers and a deferred one"
-    judged = [orjson.loads(v[0]) for v in kinds["faithfulness_llm"].values()]
+    judged = [
+        orjson.loads(v[0])
+        for v in kinds["faithfulness_llm"].values()
+        if orjson.loads(v[0])["input_id"][0] == "a"
+    ]
     assert sorted(v["input_id"] for v in judged) == sorted(scored)  # one id per scored answer
     for values in kinds["faithfulness_llm"].values():
         assert len(set(values)) == 1, "duplicates must be byte-identical"
     swapped = next(v for v in judged if v["input_id"] == "a01")
     assert swapped["decision"] == "FAIL"
     assert swapped["evidence"]["reviews"]["kind"] == "faithfulness"
+    rubric = [orjson.loads(v[0]) for v in kinds["judge_llm"].values()]
+    assert sorted((v["input_id"], v["judge"]) for v in rubric) == [
+        (s, j) for s in ("s0", "s1", "s2") for j in ("judge_lock", "twin_lock")
+    ]  # one verdict id per summary and framework
+    for values in kinds["judge_llm"].values():
+        assert len(set(values)) == 1, "duplicates must be byte-identical"
+    for v in rubric:
+        if v["input_id"] == "s2":  # malformed twice: the spec's hard fail
+            assert v["decision"] == "DEFER"
+            assert all(m["error"].startswith("judge_output_invalid") for m in v["metrics"].values())
+        else:
+            assert v["score"] is not None
+            assert v["evidence"]["judge_model"]["prompt_version"] == "rubric_llm/1"
+    swapped_summary = next(v for v in rubric if v["input_id"] == "s0" and v["judge"] == "twin_lock")
+    assert swapped_summary["metrics"]["hallucination"]["overall_score"] == 10.0
     assert len(standin.seen) > 40, "the budget was never reached: nothing tested"
     assert standin.max_in_window(60.0) <= 40, f"{standin.max_in_window(60.0)} in one minute"
     failed = sum(1 for _, outcome in standin.seen if outcome != "ok")

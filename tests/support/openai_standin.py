@@ -41,6 +41,72 @@ def judge_fields(body: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
+def rubric_fields(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The rubric prompt's JSON fields (article, summary), or None for another prompt."""
+    for message in body.get("messages", []):
+        if message.get("role") != "user":
+            continue
+        try:
+            data = orjson.loads(message.get("content", ""))
+        except orjson.JSONDecodeError:
+            return None
+        if isinstance(data, dict) and {"article", "summary"} <= data.keys():
+            return data
+    return None
+
+
+#: A summary holding this gets a malformed reply every time (the rubric's hard-fail case).
+ALWAYS_MALFORMED = "[standin: malformed]"
+
+
+def scripted_rubric(fields: dict[str, Any]) -> dict[str, Any]:
+    """The rubric's judgements as a careful judge gives them on easy cases: the article's
+    sentences are its key points (Fully when the summary has them verbatim, else Not), the
+    summary's sentences its claims (Supported when the article has them), six questions on the
+    article's sentences answered from the summary the same way, six on the claims from the
+    article; a neutral tone, no drift."""
+    article = [s.strip() for s in _SENTENCE.split(fields["article"]) if s.strip()]
+    summary = [s.strip() for s in _SENTENCE.split(fields["summary"]) if s.strip()]
+    low_article, low_summary = fields["article"].lower(), fields["summary"].lower()
+
+    def has(text: str, sentence: str) -> bool:
+        return sentence.rstrip(".").lower() in text
+
+    def qag(sentences: list[str], other: str, other_sentences: list[str]) -> list[dict[str, Any]]:
+        out = []
+        for i in range(6):
+            sentence = sentences[i % len(sentences)] if sentences else ""
+            found = has(other, sentence)
+            out.append({"question": f"What does sentence {i} say?", "expected": sentence,
+                        "label": "Correct" if found else "Wrong",
+                        "answered_from": sentence if found else ""})  # fmt: skip
+        return out
+
+    frame = {
+        "article_intent": "tone: neutral; stance: report",
+        "summary_intent": "tone: neutral; stance: report",
+        "deviations": {"meaning": "none", "tone": "none", "framing": "none"},
+        "theme": article[0] if article else "",
+    }
+    points = [{"point": p, "label": "Fully" if has(low_summary, p) else "Not"}
+              for p in article[:7]]  # fmt: skip
+    return {
+        "extraneous_tokens": [],
+        "claims": [
+            {"claim": c, "label": "Supported" if has(low_article, c) else "Unsupported"}
+            for c in summary[:10]
+        ],
+        "tone": "neutral",
+        "twin_lock": {**frame, "key_points": points},
+        "judge_lock": {
+            **frame,
+            "key_points": points,
+            "qag": qag(article, low_summary, summary),
+            "claim_qag": qag(summary, low_article, article),
+        },
+    }
+
+
 def scripted_reply(fields: dict[str, Any]) -> dict[str, Any]:
     """The claims a careful judge gives on easy cases (see the module doc)."""
     contexts = "\n\n".join(fields["contexts"]).lower()
@@ -90,12 +156,15 @@ class StandIn:
                 )
             prompt = "\n".join(m["content"] for m in body["messages"])
             fields = judge_fields(body)
-            if outcome == "malformed":
+            rubric = rubric_fields(body)
+            if outcome == "malformed" or (rubric and ALWAYS_MALFORMED in rubric["summary"]):
                 content = "this is not json"
             elif outcome == "huge":  # a reply of megabytes (the hardening probe's 10 MB)
                 content = orjson.dumps(
                     {"claims": [{"claim": "x", "supported": True, "evidence": "y" * 3_000_000}]}
                 ).decode()
+            elif rubric is not None:  # the rubric's prompt: the judgements contract
+                content = orjson.dumps(scripted_rubric(rubric)).decode()
             elif fields is not None:  # the judge's prompt: the claims contract
                 content = orjson.dumps(scripted_reply(fields)).decode()
             else:  # an application's question: answer with the context's first sentence
