@@ -27,8 +27,8 @@ from verdictflow.dev_servers import free_port
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
-def judge_fields(body: dict[str, Any]) -> dict[str, Any] | None:
-    """The judge prompt's JSON fields (question, contexts, answer), or None for another prompt."""
+def _user_fields(body: dict[str, Any], keys: set[str]) -> dict[str, Any] | None:
+    """The user message's JSON object when it has ``keys``, else None (another prompt)."""
     for message in body.get("messages", []):
         if message.get("role") != "user":
             continue
@@ -36,23 +36,19 @@ def judge_fields(body: dict[str, Any]) -> dict[str, Any] | None:
             data = orjson.loads(message.get("content", ""))
         except orjson.JSONDecodeError:
             return None
-        if isinstance(data, dict) and {"contexts", "answer"} <= data.keys():
+        if isinstance(data, dict) and keys <= data.keys():
             return data
     return None
+
+
+def judge_fields(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The judge prompt's JSON fields (question, contexts, answer), or None for another prompt."""
+    return _user_fields(body, {"contexts", "answer"})
 
 
 def rubric_fields(body: dict[str, Any]) -> dict[str, Any] | None:
     """The rubric prompt's JSON fields (article, summary), or None for another prompt."""
-    for message in body.get("messages", []):
-        if message.get("role") != "user":
-            continue
-        try:
-            data = orjson.loads(message.get("content", ""))
-        except orjson.JSONDecodeError:
-            return None
-        if isinstance(data, dict) and {"article", "summary"} <= data.keys():
-            return data
-    return None
+    return _user_fields(body, {"article", "summary"})
 
 
 #: A summary holding this gets a malformed reply every time (the rubric's hard-fail case).

@@ -37,11 +37,8 @@ from verdictflow.agents.names import TIER_AGENTS
 from verdictflow.evaluators.escalation import Priority
 from verdictflow.evaluators.faithfulness_llm import JudgeContext, build_verdict
 from verdictflow.evaluators.kinds import Tier
-from verdictflow.evaluators.summary_judges.rubric_verdicts import (
-    Parser,
-    RubricContext,
-    rubric_verdicts,
-)
+from verdictflow.evaluators.summary_judges.rubric_verdicts import RubricContext, rubric_verdicts
+from verdictflow.evaluators.summary_judges.verdicts import Parser
 from verdictflow.judge_tier.budget import BudgetSkipped, utc_day
 from verdictflow.judge_tier.client import JudgeClient, JudgeUnavailable
 from verdictflow.models.codec import encode

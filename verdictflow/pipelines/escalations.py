@@ -36,14 +36,7 @@ def judge_requests(
         request = JudgeRequest(
             scope=scope,
             priority=priority.label,  # type: ignore[arg-type]
-            reviews=ReviewedVerdict(
-                verdict_id=verdict.verdict_id,
-                kind=verdict.kind,
-                score=verdict.score,
-                decision=verdict.decision,
-                threshold=verdict.threshold,
-                config_digest=verdict.config_digest,
-            ),
+            reviews=reviewed(verdict),
             event=event,
         )
         out.append((JUDGE_REQUESTS, content_key(event), encode(request)))
@@ -62,19 +55,23 @@ def rubric_request(
     failed = any(v.decision is Decision.FAIL for v in judge_verdicts)
     if not rule.wants([v.score for v in judge_verdicts], failed):
         return []
-    reviewed = judge_verdicts[-1]  # Judge-Lock when both ran: the spec's "best variant"
     request = JudgeRequest(
         task="rubric",
         scope="summary",
         priority="fail" if failed else "band",
-        reviews=ReviewedVerdict(
-            verdict_id=reviewed.verdict_id,
-            kind=reviewed.kind,
-            score=reviewed.score,
-            decision=reviewed.decision,
-            threshold=reviewed.threshold,
-            config_digest=reviewed.config_digest,
-        ),
+        reviews=reviewed(judge_verdicts[-1]),  # Judge-Lock when both ran: the "best variant"
         event=event,
     )
     return [(JUDGE_REQUESTS, content_key(event, "rubric"), encode(request))]
+
+
+def reviewed(verdict: Verdict) -> ReviewedVerdict:
+    """What a judge request says of the verdict it reviews."""
+    return ReviewedVerdict(
+        verdict_id=verdict.verdict_id,
+        kind=verdict.kind,
+        score=verdict.score,
+        decision=verdict.decision,
+        threshold=verdict.threshold,
+        config_digest=verdict.config_digest,
+    )

@@ -16,8 +16,6 @@ object in every metric and DEFER ``judge_output_invalid``; a request the judge w
 from __future__ import annotations
 
 import hashlib
-import math
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,17 +24,14 @@ import orjson
 from verdictflow.environment import environment_digest
 from verdictflow.evaluators import text_normalise
 from verdictflow.evaluators.answer_verdicts import verdict_id
-from verdictflow.evaluators.policy import JudgePolicy, defer, gate
+from verdictflow.evaluators.policy import JudgePolicy, defer
 from verdictflow.evaluators.summary_judges import rubric_model
-from verdictflow.evaluators.summary_judges.rules import round_half_up
-from verdictflow.evaluators.summary_judges.text import Parsed
-from verdictflow.evaluators.summary_judges.verdicts import trim_evidence
+from verdictflow.evaluators.summary_judges.verdicts import Parser, scored, trim_evidence
 from verdictflow.models.judge import Judgement, JudgeRequest
 from verdictflow.models.verdicts import JudgeVerdict, ReasonCode, VerdictKind
 
 #: Characters of the model's reply kept in each verdict's evidence.
 RESPONSE_CHARS = 16_000
-Parser = Callable[[Sequence[str]], list[Parsed]]
 
 
 def texts(request: JudgeRequest) -> tuple[str, str]:
@@ -129,23 +124,9 @@ def _verdict(
     evidence = {"judge": framework, **base}
     score: float | None = None
     if metrics is not None:
-        errors = {m: v["error"] for m, v in metrics.items() if "error" in v}
-        evidence["caps_applied"] = [
-            {"metric": name, **cap} for name, m in metrics.items() for cap in m.get("caps", [])
-        ]
-        evidence["errors"] = errors
-        if errors:
-            metric, reason = next(iter(errors.items()))
-            code = (
-                ReasonCode.JUDGE_OUTPUT_INVALID
-                if reason.startswith("judge_output_invalid")
-                else ReasonCode.JUDGE_METRIC_ERROR
-            )
-            decided = defer(code, f"{metric}: {reason}")
-        else:
-            total = math.fsum(m["overall_score"] for m in metrics.values())
-            score = round_half_up(total / len(metrics), 2)
-            decided = gate(score, threshold)
+        result = scored(metrics, threshold)
+        evidence["caps_applied"], evidence["errors"] = result.caps, result.errors
+        score, decided = result.score, result.decision
     assert decided is not None
     event = request.event
     return JudgeVerdict(

@@ -89,22 +89,44 @@ def trim_evidence(value: Any, limit: int) -> Any:
     return value
 
 
+@dataclass(frozen=True)
+class Scored:
+    """A judge's five metric objects read as one verdict: the score is the mean of the five
+    ``overall_score`` values (0-10; None when any is an error object), the decision is the
+    threshold's (or a DEFER naming the first error), with every cap and error for evidence."""
+
+    score: float | None
+    decision: tuple[Decision, Reason]
+    caps: list[dict[str, Any]]
+    errors: dict[str, str]
+
+
+def scored(metrics: dict[str, dict[str, Any]], threshold: float) -> Scored:
+    """See :class:`Scored`; a reply that broke the judge model's contract DEFERs
+    ``judge_output_invalid``, any other error object ``judge_metric_error``."""
+    errors = {m: v["error"] for m, v in metrics.items() if "error" in v}
+    caps = [{"metric": name, **cap} for name, m in metrics.items() for cap in m.get("caps", [])]
+    if errors:
+        metric, reason = next(iter(errors.items()))
+        code = (
+            ReasonCode.JUDGE_OUTPUT_INVALID
+            if reason.startswith("judge_output_invalid")
+            else ReasonCode.JUDGE_METRIC_ERROR
+        )
+        return Scored(None, defer(code, f"{metric}: {reason}"), caps, errors)
+    total = math.fsum(m["overall_score"] for m in metrics.values())
+    score = round_half_up(total / len(metrics), 2)
+    return Scored(score, gate(score, threshold), caps, errors)
+
+
 def build_verdict(
     event: SummaryEvent, judge: str, metrics: dict[str, dict[str, Any]], ctx: JudgeContext
 ) -> JudgeVerdict:
     """The verdict record of one judge on one event."""
-    errors = {m: v["error"] for m, v in metrics.items() if "error" in v}
-    caps = [{"metric": name, **cap} for name, m in metrics.items() for cap in m.get("caps", [])]
-    evidence = {"judge": judge, "caps_applied": caps, "errors": errors}
     threshold = ctx.config.threshold_for(judge)
-    if errors:
-        first = next(iter(errors.items()))
-        decision = defer(ReasonCode.JUDGE_METRIC_ERROR, f"{first[0]}: {first[1]}")
-        score = None
-    else:
-        total = math.fsum(m["overall_score"] for m in metrics.values())
-        score = round_half_up(total / len(metrics), 2)
-        decision = gate(score, threshold)
+    result = scored(metrics, threshold)
+    evidence = {"judge": judge, "caps_applied": result.caps, "errors": result.errors}
+    score, decision = result.score, result.decision
     return JudgeVerdict(
         verdict_id=judge_verdict_id(event.id, judge, ctx.config_digest),
         kind=VerdictKind.JUDGE,
