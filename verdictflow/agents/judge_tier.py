@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import faust
@@ -138,14 +138,14 @@ class JudgeProcessor:
         self.rubric = rubric
         self._parse: Parser | None = None
 
-    def _verdicts(
+    async def _verdicts(
         self,
         request: JudgeRequest,
         judgement: Judgement | None,
         deferral: tuple[ReasonCode, str] | None = None,
-    ) -> list[Verdict] | Awaitable[list[Verdict]]:
+    ) -> list[Verdict]:
         """The request's verdicts: ``faithfulness_llm``, or the rubric's two ``judge_llm``
-        verdicts (parsed with spaCy, off the event loop: an awaitable)."""
+        verdicts (parsed with spaCy, off the event loop)."""
         if request.task != "rubric":
             return [build_verdict(request, self.ctx, judgement, deferral)]
         assert self.rubric is not None, "a rubric request needs the rubric context"
@@ -156,7 +156,7 @@ class JudgeProcessor:
                 self._parse = spacy_parser()[0]  # loaded on the first rubric request
             return list(rubric_verdicts(request, rubric, judgement, self._parse, deferral))
 
-        return asyncio.to_thread(build)
+        return await asyncio.to_thread(build)
 
     def _cached(self, key: str, task: str = "faithfulness") -> Judgement | None:
         raw = self.table.get(key)
@@ -180,7 +180,7 @@ class JudgeProcessor:
             cached = self._cached(key, request.task)
         if cached is not None:
             self.client.metrics.cache_hits.inc()
-            return await _resolved(self._verdicts(request, cached))
+            return await self._verdicts(request, cached)
         priority = Priority[request.priority.upper()]
         while True:
             try:
@@ -202,10 +202,10 @@ class JudgeProcessor:
                 )  # fmt: skip
                 await asyncio.sleep(UNAVAILABLE_PAUSE)
         if isinstance(outcome, tuple):
-            return await _resolved(self._verdicts(request, None, outcome))
+            return await self._verdicts(request, None, outcome)
         with writes_for(event):
             self.table[key] = outcome.model_dump(mode="json")
-        return await _resolved(self._verdicts(request, outcome))
+        return await self._verdicts(request, outcome)
 
     async def handle(
         self, events: Sequence[Any], records: Sequence[Record], outbox: Outbox
@@ -229,10 +229,6 @@ class JudgeProcessor:
                 await outbox.send(
                     verdict_topic(verdict.kind), verdict.input_id, encode(verdict), headers
                 )
-
-
-async def _resolved(verdicts: list[Verdict] | Awaitable[list[Verdict]]) -> list[Verdict]:
-    return verdicts if isinstance(verdicts, list) else await verdicts
 
 
 def register(

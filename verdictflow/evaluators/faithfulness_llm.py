@@ -37,11 +37,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from verdictflow.environment import environment_digest
 from verdictflow.evaluators import text_normalise
 from verdictflow.evaluators.answer_verdicts import VerdictMeta, verdict_id
+from verdictflow.evaluators.judge_replies import read_reply
 from verdictflow.evaluators.policy import defer, gate
 from verdictflow.models.events import AnswerEvent
 from verdictflow.models.judge import Judgement, JudgeRequest
@@ -126,16 +127,7 @@ def parse_response(content: str) -> ClaimsResponse:
     if size > MAX_REPLY_BYTES or CUT_MARK in content[-80:]:
         whole = content.rsplit(CUT_MARK, 1)[-1].split(" ")[0] if CUT_MARK in content else size
         raise InvalidResponse(f"reply of {int(whole):,} bytes > {MAX_REPLY_BYTES:,}")
-    text = content.strip()
-    if text.startswith("```"):
-        text = text.strip("`")
-        text = text[text.find("{") :] if "{" in text else text
-    try:
-        parsed = ClaimsResponse.model_validate_json(text)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "response"
-        raise InvalidResponse(f"{where}: {first['msg']}"[:300]) from None
+    parsed = read_reply(content, ClaimsResponse, InvalidResponse, "response")
     if len(parsed.claims) > MAX_REPLY_CLAIMS:
         raise InvalidResponse(f"{len(parsed.claims):,} claims > {MAX_REPLY_CLAIMS}")
     return parsed

@@ -20,7 +20,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal, cast
 
 from verdictflow.evaluators.answer_batch import score_answers
@@ -145,7 +145,6 @@ class NlpLane:
     batch: int = NLP_BATCH
     _waiting: asyncio.Queue[_Job] | None = None
     _runner: asyncio.Task[None] | None = None
-    batches: list[int] = field(default_factory=list)  # sizes of the last batches (metrics)
     #: Seconds an answer took in the last batches (moving average; None before the first):
     #: a job that cannot be done before its deadline at this pace is shed at once (its kinds
     #: DEFER ``gate_timeout`` then, not at the deadline), so an overloaded lane spends its time
@@ -186,7 +185,6 @@ class NlpLane:
             live = self._feasible(jobs)
             if not live:
                 continue
-            self.batches = [*self.batches[-99:], len(live)]
             started = time.monotonic()
             self.in_flight = len(live)
             try:

@@ -31,6 +31,41 @@ from verdictflow.nlp import load_pipeline
 # -- fixtures ------------------------------------------------------------------------------
 
 
+def reply_of(parts: dict[str, Judgements]) -> dict[str, Any]:
+    """The reply a model would give for these judgements (the deterministic judges' own, in
+    the equivalence check; fixtures): judgements only, no computed part."""
+    shared = parts["judge_lock"]
+    tone = shared.bias_toxicity
+    out: dict[str, Any] = {
+        "extraneous_tokens": list(shared.extraneous_tokens),
+        "claims": None
+        if shared.claims is None
+        else [{"claim": c.claim, "label": c.label} for c in shared.claims],
+    }
+    if tone is not None:
+        out.update(tone.model_dump())
+    for name, j in parts.items():
+        a = j.alignment
+        part: dict[str, Any] = {
+            "key_points": None
+            if j.key_points is None
+            else [{"point": p.point, "label": p.label} for p in j.key_points],
+            "theme": j.theme,
+        }
+        if a is not None:
+            part.update(article_intent=a.article_intent, summary_intent=a.summary_intent,
+                        deviations={}, deviation=a.deviation)  # fmt: skip
+        if name == "judge_lock":
+            part.update(
+                qag=None if j.qag is None else [q.model_dump() for q in j.qag],
+                claim_qag=None if j.claim_qag is None else [q.model_dump() for q in j.claim_qag],
+                qag_duplicate_spans=j.qag_duplicate_spans,
+                claim_qag_duplicate_spans=j.claim_qag_duplicate_spans,
+            )
+        out[name] = part
+    return out
+
+
 def points(*labels: str) -> list[KeyPoint]:
     return [KeyPoint(point=f"point {i}", sentence=i, covered=0.5, label=lab)  # type: ignore[arg-type]
             for i, lab in enumerate(labels)]  # fmt: skip
@@ -76,7 +111,7 @@ def judgements(**overrides: Any) -> Judgements:
 def both(framework: str, j: Judgements) -> list[dict[str, dict[str, Any]]]:
     """The metrics through the deterministic path and through the model path."""
     score = rubric.twin_lock if framework == "twin_lock" else rubric.judge_lock
-    reply = rubric_model.reply_of({"twin_lock": j, "judge_lock": j})
+    reply = reply_of({"twin_lock": j, "judge_lock": j})
     parsed = rubric_model.parse_reply(orjson.dumps(reply).decode())
     via_model = rubric_model.from_reply(
         parsed, summary_tokens=j.summary_tokens, segments=list(j.segments)
@@ -294,7 +329,7 @@ def test_the_deterministic_judgements_through_the_model_path_give_the_same_score
             "twin_lock": twin_lock.judgements(summary, article, shared),
             "judge_lock": judge_lock.judgements(summary, article, shared),
         }
-        reply = rubric_model.parse_reply(orjson.dumps(rubric_model.reply_of(extracted)).decode())
+        reply = rubric_model.parse_reply(orjson.dumps(reply_of(extracted)).decode())
         via_model = rubric_model.metrics(reply, summary, article)
         for name, judge in (("twin_lock", twin_lock.judge), ("judge_lock", judge_lock.judge)):
             direct = judge(summary, article)

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from verdictflow.evaluators.summary_judges.common import MAX_EVIDENCE_ITEMS
 from verdictflow.evaluators.summary_judges.judgements import Judgements, QagAnswer
+from verdictflow.evaluators.summary_judges.qag import N_QUESTIONS
 from verdictflow.evaluators.summary_judges.rules import (
     Caps,
     band,
@@ -24,7 +26,6 @@ from verdictflow.evaluators.summary_judges.rules import (
 )
 
 METRICS = ("coverage", "alignment", "hallucination", "relevance", "bias_toxicity")
-MAX_EVIDENCE_ITEMS = 32
 MISSING = "missing_metric"
 
 # Twin-Lock
@@ -33,7 +34,6 @@ TL_RELEVANCE_VALUES = {"High": 1.0, "Some": 0.5, "None": 0.0}
 # Judge-Lock
 JL_CAP = 3.0
 QAG_CAP = 7.0
-N_QUESTIONS = 6
 MIN_PRECISION = 0.95
 MIN_RECALL = 0.90
 SEVERITY_BANDS = ((0.5, "severe"), (0.25, "moderate"))

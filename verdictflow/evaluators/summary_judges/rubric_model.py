@@ -34,8 +34,9 @@ import hashlib
 from typing import Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
+from verdictflow.evaluators.judge_replies import read_reply
 from verdictflow.evaluators.summary_judges import rubric
 from verdictflow.evaluators.summary_judges.common import input_error
 from verdictflow.evaluators.summary_judges.judgements import (
@@ -173,16 +174,7 @@ def parse_reply(content: str) -> RubricReply:
     in a Markdown code fence is read as the JSON inside it."""
     if len(content.encode("utf-8", "replace")) > MAX_REPLY_BYTES:
         raise InvalidRubricReply(f"reply over {MAX_REPLY_BYTES:,} bytes")
-    text = content.strip()
-    if text.startswith("```"):
-        text = text.strip("`")
-        text = text[text.find("{") :] if "{" in text else text
-    try:
-        return RubricReply.model_validate_json(text)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "reply"
-        raise InvalidRubricReply(f"{where}: {first['msg']}"[:300]) from None
+    return read_reply(content, RubricReply, InvalidRubricReply, "reply")
 
 
 def _fold(text: str) -> str:
@@ -305,38 +297,3 @@ def invalid_metrics(reason: str) -> dict[str, dict[str, Any]]:
     contract twice (the spec's hard fail)."""
     error = rubric.error(f"judge_output_invalid: {reason}")
     return {name: {m: dict(error) for m in rubric.METRICS} for name in FRAMEWORKS}
-
-
-def reply_of(parts: dict[str, Judgements]) -> dict[str, Any]:
-    """The reply a model would give for these judgements (the deterministic judges' own, in
-    the equivalence check; fixtures): judgements only, no computed part."""
-    shared = parts["judge_lock"]
-    tone = shared.bias_toxicity
-    out: dict[str, Any] = {
-        "extraneous_tokens": list(shared.extraneous_tokens),
-        "claims": None
-        if shared.claims is None
-        else [{"claim": c.claim, "label": c.label} for c in shared.claims],
-    }
-    if tone is not None:
-        out.update(tone.model_dump())
-    for name, j in parts.items():
-        a = j.alignment
-        part: dict[str, Any] = {
-            "key_points": None
-            if j.key_points is None
-            else [{"point": p.point, "label": p.label} for p in j.key_points],
-            "theme": j.theme,
-        }
-        if a is not None:
-            part.update(article_intent=a.article_intent, summary_intent=a.summary_intent,
-                        deviations={}, deviation=a.deviation)  # fmt: skip
-        if name == "judge_lock":
-            part.update(
-                qag=None if j.qag is None else [q.model_dump() for q in j.qag],
-                claim_qag=None if j.claim_qag is None else [q.model_dump() for q in j.claim_qag],
-                qag_duplicate_spans=j.qag_duplicate_spans,
-                claim_qag_duplicate_spans=j.claim_qag_duplicate_spans,
-            )
-        out[name] = part
-    return out
