@@ -94,6 +94,9 @@ class Settings(BaseSettings):
     #: (``VERDICTFLOW_CONSOLE_SECURE_COOKIE``).
     console_session_seconds: Annotated[int, Field(ge=60, le=30 * 86_400)] = 12 * 3600
     console_secure_cookie: bool = False
+    #: The console's named users and roles (``VERDICTFLOW_CONSOLE_USERS``: a users file of
+    #: hashed tokens, docs/review-loop.md); when set, each user logs in with their own token.
+    console_users: Path | None = None
     #: ``verdictflow ingest``'s token (``VERDICTFLOW_INGEST_TOKEN``; default: ``api_token``).
     ingest_token: SecretStr | None = None
     #: ``verdictflow notify``'s webhooks (``VERDICTFLOW_ALERT_WEBHOOKS``: ``shape=url`` items,

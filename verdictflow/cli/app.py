@@ -21,6 +21,7 @@ from verdictflow.cli import (
     ingest_command,
     offline_commands,
     ops_commands,
+    review_commands,
 )
 from verdictflow.cli import stream_commands as stream
 from verdictflow.cli.options import err
@@ -36,6 +37,8 @@ app = typer.Typer(
 )
 eval_app = typer.Typer(no_args_is_help=True, help="Score events from a file, without a broker.")
 app.add_typer(eval_app, name="eval")
+app.add_typer(review_commands.users_app, name="users")
+app.add_typer(review_commands.labels_app, name="labels")
 
 COMMANDS: list[tuple[str, Callable[..., Any]]] = [
     ("broker", stream.broker),

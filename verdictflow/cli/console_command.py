@@ -52,10 +52,18 @@ def console(
     setup_logging(log_level, libraries="warning")
     exit_on_sigterm()
     settings = build_settings(broker=broker, prefix=prefix)
+    users = None
+    if settings.console_users is not None:
+        from verdictflow.console.users import UsersFileError, load_users
+
+        try:
+            users = load_users(settings.console_users)
+        except UsersFileError as exc:
+            raise typer.BadParameter(str(exc)) from None
     check_bind(
         "console",
         host,
-        token=settings.console_secret,
+        token=settings.console_secret or ("users file" if users else None),
         insecure=insecure,
         token_env="VERDICTFLOW_CONSOLE_TOKEN (or VERDICTFLOW_API_TOKEN)",
     )
@@ -64,11 +72,15 @@ def console(
         from verdictflow.monitoring.otlp import VerdictOtlpExporter
 
         exporter = VerdictOtlpExporter(otlp_endpoint, service_name="verdictflow-console")
-    budget = None
-    if policy is not None:
-        from verdictflow.evaluators.policy import load_policy
+    from verdictflow.evaluators.policy import load_policy
+    from verdictflow.evaluators.review_policy import ReviewPolicy
 
-        budget = load_policy(policy).judge_tier.budget.model_dump()
+    budget = None
+    review = ReviewPolicy()
+    if policy is not None:
+        loaded = load_policy(policy)
+        budget = loaded.judge_tier.budget.model_dump()
+        review = loaded.review
     options = ConsoleOptions(
         from_beginning=from_beginning,
         api_url=api_url,
@@ -78,6 +90,8 @@ def console(
         judge_budget=budget,
         session_seconds=settings.console_session_seconds,
         secure_cookie=settings.console_secure_cookie,
+        users=users,
+        review=review,
     )
     app = create_console_app(settings, options)
     try:
@@ -86,6 +100,8 @@ def console(
         raise typer.BadParameter(f"cannot listen on {host}:{port}: {exc}") from None
     bound = sock.getsockname()[1]
     login = " (log in with the console token)" if settings.console_secret else ""
+    if users is not None:
+        login = f" ({len(users)} named users; review queue at /review)"
     err.print(f"console [bold]http://{host}:{bound}/[/]{login} following {settings.broker}")
     config = uvicorn.Config(
         host_checked(app, host),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import orjson
 import typer
@@ -113,15 +113,35 @@ def build_idf(
 
 def calibrate(
     golden: Annotated[
-        Path,
+        Path | None,
         typer.Argument(
             exists=True, dir_okay=False, help="JSONL: events + label (pass/fail) + group?"
         ),
-    ],
+    ] = None,
     kind: Annotated[
-        str,
-        typer.Option(help="A verdict kind of the registry: " + ", ".join(BY_NAME)),
-    ],
+        str | None,
+        typer.Option(
+            help="A verdict kind of the registry: "
+            + ", ".join(BY_NAME)
+            + " (with --labels: default every kind labelled)"
+        ),
+    ] = None,
+    labels: Annotated[
+        Path | None,
+        typer.Option(
+            exists=True,
+            dir_okay=False,
+            help="Fit from people's labels instead: a `verdictflow labels export` file",
+        ),
+    ] = None,
+    per_tenant_min: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="With --labels: also write one policy per tenant with at least this many "
+            "labelled rows of both outcomes (<out>.tenant-<name>.yaml; 0: off)",
+        ),
+    ] = 0,
     cost_fp: Annotated[float, typer.Option(min=0, help="Cost of passing a fail item")] = 1.0,
     cost_fn: Annotated[float, typer.Option(min=0, help="Cost of failing a pass item")] = 1.0,
     max_fpr: Annotated[
@@ -136,39 +156,80 @@ def calibrate(
         Path | None, typer.Option(help="Directory for ROC/DET plot and table")
     ] = None,
 ) -> None:
-    """Choose a kind's threshold from a labelled golden set; write a policy (and a report)."""
+    """Choose a kind's threshold from a labelled golden set, or from reviewers' labels
+    (--labels); write a policy (and a report)."""
     from verdictflow.evaluators.policy import load_policy
     from verdictflow.job_outputs import Outputs, check_outputs
     from verdictflow.scoring_jobs.calibration import calibrate as cal
+    from verdictflow.scoring_jobs.calibration import labelled
     from verdictflow.scoring_jobs.calibration.report import report_files
 
+    if (golden is None) == (labels is None):
+        raise typer.BadParameter("give a golden set file or --labels (one of them)")
+    if golden is not None and kind is None:
+        raise typer.BadParameter("--kind is needed with a golden set")
     check_outputs([out], [report])  # before any work: a bad path fails now, in one line
-    result = cal.calibrate(
-        cal.read_golden(golden, kind),
-        kind,
-        load_policy(policy),
-        cost_fp=cost_fp,
-        cost_fn=cost_fn,
-        max_fpr=max_fpr,
-        margin_quantile=margin_quantile,
-    )
-    outputs = Outputs()  # the policy and the report: all written, or none
-    outputs.add(out, cal.policy_yaml(result.policy).encode())
+    base = load_policy(policy)
+    outputs = Outputs()  # the policies and the report: all written, or none
+
+    def fit(golden_set: Any, name: str, start: Any) -> Any:
+        return cal.calibrate(
+            golden_set, name, start, cost_fp=cost_fp, cost_fn=cost_fn, max_fpr=max_fpr,
+            margin_quantile=margin_quantile,
+        )  # fmt: skip
+
+    results = []
+    if golden is not None:
+        assert kind is not None
+        results.append(fit(cal.read_golden(golden, kind), kind, base))
+        outputs.add(out, cal.policy_yaml(results[-1].policy).encode())
+    else:
+        assert labels is not None
+        rows = labelled.read_items(labels)
+        kinds = [kind] if kind else sorted({r.kind for r in rows})
+        if not kinds:
+            raise typer.BadParameter(f"{labels} holds no labelled rows")
+        current = base
+        for name in kinds:
+            found = labelled.golden_from_items(rows, name)
+            result = fit(found.golden, name, current)
+            results.append(result)
+            current = result.policy
+            err.print(
+                f"{name}: {len(found.golden.events)} labelled rows"
+                + (f", {found.ties} tied rows left out" if found.ties else "")
+            )
+        outputs.add(out, cal.policy_yaml(current).encode())
+        for tenant in (
+            labelled.tenants_with(rows, kinds[0], per_tenant_min) if per_tenant_min else []
+        ):
+            tenant_policy = base
+            for name in kinds:
+                try:
+                    found = labelled.golden_from_items(rows, name, tenant)
+                except cal.CalibrationError as exc:
+                    err.print(f"tenant {tenant}: {name} kept the shared threshold ({exc})")
+                    continue
+                tenant_policy = fit(found.golden, name, tenant_policy).policy
+            path = out.with_name(f"{out.stem}.tenant-{tenant}{out.suffix}")
+            outputs.add(path, cal.policy_yaml(tenant_policy).encode())
     if report is not None:
-        for path, data in report_files(result, report):
+        for path, data in report_files(results[-1], report):
             outputs.add(path, data)
     written = outputs.commit()
-    rec = result.record
-    err.print(
-        f"{kind}: threshold {rec.threshold:.4f} (raw {rec.raw_threshold:.4f} "
-        f"{'-' if rec.direction == 'lower' else '+'} margin {rec.margin:.4f}; "
-        f"{'at most' if rec.direction == 'lower' else 'at least'} passes), "
-        f"expected TPR {rec.expected_tpr:.4f}, FPR {rec.expected_fpr:.4f}"
-        + (f", worst group {rec.worst_group}" if rec.worst_group else "")
-        + f"; policy written to {out}"
-    )
+    for result in results:
+        rec = result.record
+        err.print(
+            f"{result.kind}: threshold {rec.threshold:.4f} (raw {rec.raw_threshold:.4f} "
+            f"{'-' if rec.direction == 'lower' else '+'} margin {rec.margin:.4f}; "
+            f"{'at most' if rec.direction == 'lower' else 'at least'} passes), "
+            f"expected TPR {rec.expected_tpr:.4f}, FPR {rec.expected_fpr:.4f}"
+            + (f", worst group {rec.worst_group}" if rec.worst_group else "")
+        )
+    final = results[-1].policy
+    err.print(f"policy written to {out} (digest {final.digest()[:16]})")
     for path in written[1:]:
-        err.print(f"report: {path}")
+        err.print(f"also written: {path}")
 
 
 def train_faithfulness(

@@ -15,7 +15,8 @@ The lifespan starts a :class:`~verdictflow.console.follower.Follower` task that 
   ``--api-url`` (the page cannot call another origin), with the API's bearer token when one is
   configured;
 - ``GET /login``, ``POST /login``: the login form, when a token is configured;
-- ``GET /healthz``: whether the follower is connected, and what it has read.
+- ``GET /healthz``: whether the follower is connected, and what it has read;
+- the review queue, labels, agreement and ``/metrics``: :mod:`~verdictflow.console.review_routes`.
 
 Everything but ``/healthz``, ``/login`` and the static assets is behind the console's token
 when one is set (:mod:`~verdictflow.console.auth`, which also adds the security headers);
@@ -44,7 +45,12 @@ from sse_starlette.sse import EventSourceResponse
 
 from verdictflow.console.auth import SESSION_SECONDS, ConsoleGuard, login_page
 from verdictflow.console.follower import Follower
+from verdictflow.console.review_queue import ReviewQueue
+from verdictflow.console.review_routes import install_review_routes
+from verdictflow.console.review_writer import ReviewWriter
 from verdictflow.console.state import ALL, ConsoleLimits, ConsoleState
+from verdictflow.console.users import Users
+from verdictflow.evaluators.review_policy import ReviewPolicy
 from verdictflow.rerank_api.schemas import SearchRequest
 from verdictflow.settings import Settings
 from verdictflow.web.errors import install_error_handlers
@@ -77,6 +83,10 @@ class ConsoleOptions:
     #: ``VERDICTFLOW_CONSOLE_SECURE_COOKIE``.
     session_seconds: int = SESSION_SECONDS
     secure_cookie: bool = False
+    #: Named users and their roles (``VERDICTFLOW_CONSOLE_USERS``); None: the shared token.
+    users: Users | None = None
+    #: What comes to the review queue and the agreement bound (``--policy``'s ``review``).
+    review: ReviewPolicy = field(default_factory=ReviewPolicy)
 
 
 def _error(status: int, code: str, detail: str) -> JSONResponse:
@@ -147,21 +157,31 @@ def create_console_app(
     """The console app. Tests pass their own ``state`` and ``follow=False`` to drive it without
     a broker."""
     opts = options or ConsoleOptions()
-    console = state or ConsoleState(settings.topic_prefix, opts.limits)
+    console = state or ConsoleState(
+        settings.topic_prefix, opts.limits, review=ReviewQueue(opts.review)
+    )
     console.on_verdict = opts.on_verdict
     console.judge_budget = opts.judge_budget
     follower = Follower(settings, console, from_beginning=opts.from_beginning)
+    writer = ReviewWriter(settings, console.review)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        task = asyncio.create_task(follower.run()) if follow else None
+        tasks = (
+            [asyncio.create_task(follower.run()), asyncio.create_task(writer.run())]
+            if follow
+            else []
+        )
         async with httpx.AsyncClient(timeout=10.0) as client:
             app.state.http = client
             try:
                 yield
             finally:
                 follower.stop()
-                if task is not None:
+                writer.stop()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 5)
+                for task in tasks:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
@@ -183,6 +203,14 @@ def create_console_app(
         token=opts.token,
         session_seconds=opts.session_seconds,
         secure_cookie=opts.secure_cookie,
+        users=opts.users,
+    )
+    install_review_routes(
+        app,
+        console.review,
+        writer,
+        named_users=opts.users is not None,
+        loaded=lambda: follower.review_ready or not follow,
     )
 
     app.state.max_window = console.limits.max_window

@@ -13,6 +13,12 @@ page from being framed, cached or fed foreign scripts (pure ASGI).
   Unauthenticated, the page redirects to ``/login`` and everything else answers 401 in the
   API's error shape. The search proxy sends the API's token upstream only from behind this
   guard.
+- **Named users** (``VERDICTFLOW_CONSOLE_USERS``, :mod:`~verdictflow.console.users`): when a
+  users file is given, each user logs in (or sends ``Authorization: Bearer``) with their own
+  token, and the shared token is not accepted. Their session cookie holds their name, its
+  issue time and an HMAC keyed by their token's digest (re-tokening a user ends their
+  sessions). The request's ``state`` carries the user (``vf_user``), whose role decides what
+  they may do (a viewer cannot label).
 - **Login throttle**: after :data:`MAX_FAILURES` wrong tokens from one client address within
   :data:`FAILURE_WINDOW_SECONDS`, ``POST /login`` answers 429 with ``Retry-After`` until the
   window has passed, whatever the token; each failure is logged with the client's address and
@@ -40,6 +46,7 @@ from urllib.parse import parse_qs
 
 import orjson
 
+from verdictflow.console.users import User, Users
 from verdictflow.web.listeners import bearer_matches
 
 logger = logging.getLogger(__name__)
@@ -75,6 +82,19 @@ def session_value(token: str, issued: int) -> str:
     return f"{issued}.{hmac.new(token.encode(), message, hashlib.sha256).hexdigest()}"
 
 
+def user_session_value(user: User, issued: int) -> str:
+    """The cookie value of a named user's login: their name, the time and an HMAC of both keyed
+    by their token's digest (which only the users file holds)."""
+    message = f"verdictflow-console-session/3:{user.name}:{issued}".encode()
+    mac = hmac.new(bytes.fromhex(user.token_sha256), message, hashlib.sha256).hexdigest()
+    return f"{user.name}.{issued}.{mac}"
+
+
+#: Who a console without a users file takes a caller with the shared token (or anyone, when
+#: it has no token) to be: they may look and act, but labels need a named reviewer.
+SHARED = User("console", "admin", "")
+
+
 class ConsoleGuard:
     """ASGI middleware: security headers on every response; the token where one is set."""
 
@@ -86,8 +106,10 @@ class ConsoleGuard:
         session_seconds: int = SESSION_SECONDS,
         secure_cookie: bool = False,
         clock: Callable[[], float] = time.time,
+        users: Users | None = None,
     ) -> None:
         self.app = app
+        self.users = users
         self.token = token
         self.expected = token.encode() if token else None
         self.session_seconds = session_seconds
@@ -116,8 +138,10 @@ class ConsoleGuard:
         if scope["method"] == "POST" and path == "/logout":
             await self._logout(scope, with_headers, secure=secure)
             return
-        authenticated = self.expected is None or self.authenticated(scope)
+        user = self.user(scope)
+        authenticated = user is not None
         scope.setdefault("state", {})["vf_authenticated"] = authenticated
+        scope["state"]["vf_user"] = user
         if authenticated or path in OPEN_PATHS or path.startswith(OPEN_PREFIXES):
             await self.app(scope, receive, with_headers)
             return
@@ -136,6 +160,33 @@ class ConsoleGuard:
                 (b"www-authenticate", b'Bearer realm="verdictflow console"'),
             ],
         )
+
+    def user(self, scope: Any) -> User | None:
+        """Who the request comes from: a named user, :data:`SHARED`, or None (refused)."""
+        if self.users is not None:
+            return self._named_user(dict(scope["headers"]))
+        if self.expected is None or self.authenticated(scope):
+            return SHARED
+        return None
+
+    def _named_user(self, headers: dict[bytes, bytes]) -> User | None:
+        assert self.users is not None
+        scheme, _, credentials = headers.get(b"authorization", b"").partition(b" ")
+        if scheme.lower() == b"bearer":
+            return self.users.by_token(credentials.strip())
+        given = _cookie(headers.get(b"cookie", b""), SESSION_COOKIE)
+        if given is None or given in self._ended:
+            return None
+        name, issued_text = [*given.split(b".", 2), b"", b""][:2]
+        user = self.users.by_name.get(name.decode("utf-8", "replace"))
+        if user is None or not issued_text.isdigit():
+            return None
+        issued = int(issued_text)
+        expected = user_session_value(user, issued).encode()
+        age = self.clock() - issued
+        if hmac.compare_digest(given, expected) and -60 <= age < self.session_seconds:
+            return user
+        return None
 
     def authenticated(self, scope: Any) -> bool:
         assert self.expected is not None
@@ -178,7 +229,7 @@ class ConsoleGuard:
 
     async def _login(self, scope: Any, receive: Any, send: Any, *, secure: bool) -> None:
         """The login form's POST: the token in a urlencoded body (at most 4 KiB)."""
-        if self.expected is None or self.token is None:
+        if self.users is None and (self.expected is None or self.token is None):
             await _respond(send, 303, b"", [(b"location", b"/")])
             return
         client = self._client(scope)
@@ -198,7 +249,12 @@ class ConsoleGuard:
             if len(body) > 4096 or not message.get("more_body", False):
                 break
         given = parse_qs(body[:4096].decode("utf-8", "replace")).get("token", [""])[0]
-        if not hmac.compare_digest(given.encode(), self.expected):
+        named = self.users.by_token(given.encode()) if self.users is not None else None
+        if named is None and (
+            self.users is not None
+            or self.expected is None
+            or not hmac.compare_digest(given.encode(), self.expected)
+        ):
             count = self._failed(client)
             logger.warning(
                 "console login failed from %s (%d in %.0f s)", client, count, FAILURE_WINDOW_SECONDS
@@ -206,7 +262,13 @@ class ConsoleGuard:
             await _respond(send, 303, b"", [(b"location", b"/login?failed=1")])
             return
         self._failures.pop(client, None)
-        value = session_value(self.token, int(self.clock()))
+        issued = int(self.clock())
+        if named is not None:
+            value = user_session_value(named, issued)
+            logger.info("console login: %s (%s) from %s", named.name, named.role, client)
+        else:
+            assert self.token is not None
+            value = session_value(self.token, issued)
         cookie = (
             f"{SESSION_COOKIE}={value}; Path=/; Max-Age={self.session_seconds}; HttpOnly; "
             "SameSite=Strict" + ("; Secure" if secure else "")
@@ -216,7 +278,10 @@ class ConsoleGuard:
     async def _logout(self, scope: Any, send: Any, *, secure: bool) -> None:
         """End the session: refused here from now on, and cleared in the browser."""
         given = _cookie(dict(scope["headers"]).get(b"cookie", b""), SESSION_COOKIE)
-        if given is not None and self.token is not None and self._valid_session(given):
+        if given is not None and (
+            (self.users is not None and self._named_user(dict(scope["headers"])) is not None)
+            or (self.users is None and self.token is not None and self._valid_session(given))
+        ):
             self._ended.add(given)
         cookie = f"{SESSION_COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict" + (
             "; Secure" if secure else ""

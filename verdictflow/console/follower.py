@@ -31,6 +31,8 @@ from verdictflow.streams.topics import (
     ANSWERS,
     DEAD_LETTERS,
     DOC_QUALITY,
+    LABELS,
+    REVIEW_QUEUE,
     SUMMARIES,
     VERDICT_TOPICS,
 )
@@ -45,7 +47,12 @@ CONSOLE_TOPICS: tuple[str, ...] = (
     DOC_QUALITY,
     ANSWERS,
     SUMMARIES,
+    LABELS,
+    REVIEW_QUEUE,
 )
+#: Read from the beginning whatever ``--from-beginning`` says: the review queue and the labels
+#: are the console's memory of people's work, which must survive a restart.
+ALWAYS_WHOLE: tuple[str, ...] = (LABELS, REVIEW_QUEUE)
 RETRY_SECONDS = 2.0
 
 
@@ -67,6 +74,10 @@ class Follower:
         self.topics = [settings.topic_prefix + t for t in topics]
         self.clock = clock
         self.ready = False
+        #: Whether the labels and the review queue written before start have been read (the
+        #: review page waits for it rather than show a queue that is still filling).
+        self.review_ready = False
+        self._review_ends: dict[TopicPartition, int] = {}
         self.error: str | None = None
         self.positions: dict[TopicPartition, int] = {}
         self._stopping = asyncio.Event()
@@ -114,6 +125,10 @@ class Follower:
                     if messages:
                         self.positions[tp] = messages[-1].offset + 1
                 self.state.tick(now)
+                if not self.review_ready:
+                    self.review_ready = all(
+                        self.positions.get(tp, 0) >= end for tp, end in self._review_ends.items()
+                    )
                 if time.monotonic() - last_lag >= 1.0:
                     last_lag = time.monotonic()
                     self.state.lag = await self._lag(consumer, partitions)
@@ -122,11 +137,17 @@ class Follower:
 
     async def _seek(self, consumer: AIOKafkaConsumer, partitions: list[TopicPartition]) -> None:
         fresh = [tp for tp in partitions if tp not in self.positions]
-        if fresh:
-            if self.from_beginning:
-                await consumer.seek_to_beginning(*fresh)
-            else:
-                await consumer.seek_to_end(*fresh)
+        whole = {self.settings.topic_prefix + t for t in ALWAYS_WHOLE}
+        start = [tp for tp in fresh if self.from_beginning or tp.topic in whole]
+        end = [tp for tp in fresh if tp not in start]
+        if start:
+            await consumer.seek_to_beginning(*start)
+        if not self.review_ready:
+            review = [tp for tp in partitions if tp.topic in whole]
+            ends = await consumer.end_offsets(review) if review else {}
+            self._review_ends = {tp: end for tp, end in ends.items() if end > 0}
+        if end:
+            await consumer.seek_to_end(*end)
         for tp in partitions:
             if tp in self.positions:
                 consumer.seek(tp, self.positions[tp])

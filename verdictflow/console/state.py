@@ -9,7 +9,9 @@ and skipped, as the monitor does. What it keeps:
 - the latest FAIL and DEFER verdicts, each joined to the answer (or summary) text it judged,
   read from the ``answers`` and ``summaries`` topics, with the spans its evidence marks; the
   whole verdict of each on demand;
-- drift alerts, dead letters (with counts per error code) and document-quality rows.
+- drift alerts, dead letters (with counts per error code) and document-quality rows;
+- the review queue and people's labels (:mod:`.review_queue`), fed with the answers and
+  verdicts above and with the ``labels`` and ``internal.review-queue`` topics.
 
 A verdict can be read before the answer it judged (they are on different topics), so a failure
 waits up to ``hold_seconds`` for its text before it is published; after that it is published
@@ -29,12 +31,21 @@ from typing import Any, Generic, TypeVar
 import orjson
 
 from verdictflow.console.highlight import Mark, segments, verdict_marks
+from verdictflow.console.review_queue import ReviewQueue
 from verdictflow.console.window import DECISIONS, Key, KindFigures, WindowCounts, score_bin
 from verdictflow.evaluators.kinds import BY_NAME, series_name
 from verdictflow.metric_labels import LabelCap
 from verdictflow.models.events import MAX_ID_CHARS
 from verdictflow.monitoring.verdict_monitor import RecentIds
-from verdictflow.streams.topics import ALERTS, ANSWERS, DEAD_LETTERS, DOC_QUALITY, SUMMARIES
+from verdictflow.streams.topics import (
+    ALERTS,
+    ANSWERS,
+    DEAD_LETTERS,
+    DOC_QUALITY,
+    LABELS,
+    REVIEW_QUEUE,
+    SUMMARIES,
+)
 
 logger = logging.getLogger(__name__)
 V = TypeVar("V")
@@ -111,8 +122,14 @@ class Feed:
 class ConsoleState:
     """Everything the page shows, fed one record at a time (see the module docstring)."""
 
-    def __init__(self, prefix: str = "vf.", limits: ConsoleLimits | None = None) -> None:
+    def __init__(
+        self,
+        prefix: str = "vf.",
+        limits: ConsoleLimits | None = None,
+        review: ReviewQueue | None = None,
+    ) -> None:
         self.prefix = prefix
+        self.review = review or ReviewQueue()
         self.limits = limits or ConsoleLimits()
         lim = self.limits
         self.counts = WindowCounts(lim.max_window)
@@ -164,6 +181,7 @@ class ConsoleState:
                 self._verdict(data, value or b"", now)
             elif short == ANSWERS:
                 self._remember(data.get("id"), data.get("query"), data.get("answer"), "answer")
+                self.review.answer(data, len(value or b""))
             elif short == SUMMARIES:
                 self._remember(data.get("id"), None, data.get("summary"), "summary")
             elif short == DEAD_LETTERS:
@@ -174,6 +192,10 @@ class ConsoleState:
                 self.alerts.publish({"alert": data, "received": now})
             elif short == DOC_QUALITY:
                 self._quality(data, now)
+            elif short == LABELS:
+                self.review.stored_label(data)
+            elif short == REVIEW_QUEUE:
+                self.review.stored_entry(data)
             else:
                 raise ValueError(f"topic {short!r} is not followed")
         except (ValueError, TypeError, KeyError) as exc:  # orjson.JSONDecodeError is a ValueError
@@ -198,6 +220,7 @@ class ConsoleState:
             return
         if self.on_verdict is not None:
             self.on_verdict(v)
+        self.review.verdict(v)
         series = self._series(series_name(kind, v.get("judge")))
         if kind == "faithfulness_llm":
             self._judge_spend(v, now)

@@ -23,6 +23,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from verdictflow.evaluators.judge_tier_policy import FaithfulnessLlmPolicy, JudgeTierPolicy
+from verdictflow.evaluators.review_policy import ReviewPolicy
 from verdictflow.evaluators.tokenize import Tokenizer
 from verdictflow.exceptions import PolicyError
 from verdictflow.models.codec import summarize_validation_error
@@ -194,11 +195,13 @@ class CalibrationRecord(_Strict):
 #: Keys that decide which verdicts are emitted, not what a verdict says: outside the digest.
 #: ``judge_tier`` (what escalates, the budget) and ``faithfulness_llm`` (the judge verdict's
 #: threshold, which that verdict's own digest carries: verdictflow/evaluators/faithfulness_llm)
-#: are left out whole, so tuning the judge tier moves no cheap verdict's id.
+#: are left out whole, so tuning the judge tier moves no cheap verdict's id; ``review`` (what
+#: people are shown, the agreement bound) changes no verdict at all.
 EMISSION_SWITCHES: dict[str, Any] = {
     "faithfulness": {"summaries"},
     "judge_tier": True,
     "faithfulness_llm": True,
+    "review": True,
 }
 
 
@@ -220,6 +223,7 @@ class Policy(_Strict):
     judge_tier: JudgeTierPolicy = JudgeTierPolicy()
     faithfulness_llm: FaithfulnessLlmPolicy = FaithfulnessLlmPolicy()
     doc_quality: DocQualityPolicy = DocQualityPolicy()
+    review: ReviewPolicy = ReviewPolicy()
     calibration: dict[str, CalibrationRecord] = {}
 
     def make_tokenizer(self) -> Tokenizer:

@@ -36,3 +36,30 @@ class DriftAlert(BaseModel):
     first_event_ts: float | None
     event_ts: float | None
     action: str = "recalibrate"
+
+
+class AgreementAlert(BaseModel):
+    """A kind's verdicts stopped agreeing with people: within one window of label time, the
+    share of its labelled verdicts that reviewers found right fell under the review policy's
+    bound (``review.agreement``). ``alert_id`` = hash(rule, kind, tier, window index), so a
+    console restarted or a second console raises the same id, and ``verdictflow notify``
+    delivers it once."""
+
+    model_config = ConfigDict(frozen=True)
+
+    schema_version: int = ALERT_SCHEMA_VERSION
+    alert_id: str
+    alert: Literal["agreement_drop"] = "agreement_drop"
+    kind: str
+    tier: str | None
+    model: str | None = None
+    tenant: str | None = None
+    statistic: Literal["agreement"] = "agreement"
+    value: float
+    bound: float
+    labels: int
+    window_index: int
+    window_seconds: int
+    first_event_ts: float
+    event_ts: float
+    action: str = "review the labels; recalibrate with verdictflow calibrate --labels"

@@ -82,6 +82,12 @@ def summary(alert: dict[str, Any]) -> str:
             f"(window {alert.get('window_index', '?')}, alert at "
             f"{alert.get('enter_threshold', '?')})"
         )
+    elif kind == "agreement_drop":
+        line += (
+            f": reviewers found {float(alert.get('value', 0)):.1%} of {alert.get('labels', '?')} "
+            f"labelled verdicts right (bound {float(alert.get('bound', 0)):.0%}, window "
+            f"{alert.get('window_index', '?')})"
+        )
     elif "value" in alert:
         line += f": {alert.get('statistic', 'value')} {alert['value']}"
     if alert.get("action"):

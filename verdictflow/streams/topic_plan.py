@@ -37,7 +37,9 @@ from verdictflow.streams.topics import (
     DOC_QUALITY_INTERNAL,
     DOCS,
     JUDGE_REQUESTS,
+    LABELS,
     NOTIFY_LOG,
+    REVIEW_QUEUE,
     SPANS,
     SUMMARIES,
     VERDICT_TOPICS,
@@ -74,6 +76,9 @@ def topic_plan(settings: Settings, *, verdict_days: int = 30) -> list[TopicSpec]
         SPANS: {**delete, "retention.ms": str(7 * DAY_MS)},
         # compacted: the latest entry per (alert, webhook) is all the notifier reads back
         NOTIFY_LOG: {"cleanup.policy": "compact"},
+        # compacted: a reviewer's latest label per (input, kind), the queue's latest entry
+        LABELS: {"cleanup.policy": "compact"},
+        REVIEW_QUEUE: {"cleanup.policy": "compact"},
     }
     for topic in VERDICT_TOPICS:
         configs[topic] = {**delete, "retention.ms": str(verdict_days * DAY_MS)}

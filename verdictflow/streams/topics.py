@@ -27,6 +27,10 @@ SPANS = "internal.spans"
 #: Internal: each (alert, webhook) that ``verdictflow notify`` settled, keyed ``<alert id>/<name>``.
 NOTIFY_LOG = "internal.notify-log"
 
+#: People's labels on verdicts (issue 44), compacted, keyed input id + kind + reviewer.
+LABELS = "labels"
+#: Internal: the console's review queue, one entry per sampled input, compacted, by input id.
+REVIEW_QUEUE = "internal.review-queue"
 #: Faust tables by base name (the changelog topic is ``<app_id>-<name>-v<layout>-changelog``,
 #: see :mod:`verdictflow.streams.durable_table`), each with the topics whose records write it.
 #: A table's state for a key lives in the partition of that key's records in these topics.
@@ -63,6 +67,8 @@ ALL_TOPICS = (
     JUDGE_REQUESTS,
     SPANS,
     NOTIFY_LOG,
+    LABELS,
+    REVIEW_QUEUE,
 )
 
 

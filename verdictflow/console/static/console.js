@@ -228,10 +228,15 @@ function prependList(list, nodes, reset) {
 }
 
 function drawAlerts(items, reset) {
-  const nodes = items.map(({ alert: a, received }) => el("li", { class: "alert-row", "data-kind": a.kind },
-    el("span", { class: "alert", text: `${a.kind} drifted` }),
-    ` · model ${a.model ?? "none"} · tenant ${a.tenant ?? "none"} · PSI ${fmt(a.value)} (enters at ${fmt(a.enter_threshold, 2)})` +
-    ` · window ${a.window_index} mean ${fmt(a.window_mean)} · ${a.action} · ${clock(received)}`));
+  const nodes = items.map(({ alert: a, received }) => a.alert === "agreement_drop"
+    ? el("li", { class: "alert-row", "data-kind": a.kind, "data-alert": a.alert },
+      el("span", { class: "alert", text: `${a.kind} disagrees with reviewers` }),
+      ` · agreement ${fmt(a.value)} over ${a.labels} labels (bound ${fmt(a.bound, 2)})` +
+      ` · window ${a.window_index} · ${a.action} · ${clock(received)}`)
+    : el("li", { class: "alert-row", "data-kind": a.kind, "data-alert": a.alert ?? "score_drift" },
+      el("span", { class: "alert", text: `${a.kind} drifted` }),
+      ` · model ${a.model ?? "none"} · tenant ${a.tenant ?? "none"} · PSI ${fmt(a.value)} (enters at ${fmt(a.enter_threshold, 2)})` +
+      ` · window ${a.window_index} mean ${fmt(a.window_mean)} · ${a.action} · ${clock(received)}`));
   prependList($("alerts"), nodes, reset);
   $("alert-count").textContent = String($("alerts").querySelectorAll(".alert-row").length);
 }
