@@ -243,6 +243,15 @@ def train_faithfulness(
         str | None,
         typer.Option(help="Comma-separated sets (default: all): " + ", ".join(FAITHFULNESS_SETS)),
     ] = None,
+    labels: Annotated[
+        Path | None,
+        typer.Option(
+            exists=True,
+            dir_okay=False,
+            help="Also fit on a team's faithfulness labels (a `verdictflow labels export` "
+            "file): one more source, weighted like each data set",
+        ),
+    ] = None,
 ) -> None:
     """Fit the faithfulness model on human-labelled data; write its file. Point a policy's
     ``faithfulness.model`` at it (the packaged one is verdictflow/data/faithfulness_model.json)."""
@@ -258,6 +267,10 @@ def train_faithfulness(
         )
     try:
         labelled = load_sets(data, names)
+        if labels is not None:
+            from verdictflow.scoring_jobs.calibration.labelled import team_set
+
+            labelled.append(team_set(labels))
     except TrainingDataError as exc:
         err.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from None

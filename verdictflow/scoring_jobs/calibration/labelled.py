@@ -167,3 +167,49 @@ def tenants_with(rows: Sequence[LabelledItem], kind: str, minimum: int) -> list[
                 winner = "pass" if votes["pass"] > votes["fail"] else "fail"
                 by_tenant.setdefault(row.tenant, Counter())[winner] += 1
     return sorted(t for t, c in by_tenant.items() if sum(c.values()) >= minimum and len(c) == 2)
+
+
+#: The kinds whose labels say whether an answer is supported by its contexts: what the
+#: faithfulness model learns (``train-faithfulness --labels``).
+FAITHFULNESS_KINDS = ("faithfulness", "faithfulness_llm")
+
+
+def team_set(path: Path) -> Any:
+    """A team's labels on faithfulness (either tier) as a training set (``team-labels``): one
+    row per input, its reviewers' majority (ties left out) as the target, 1 supported."""
+    from verdictflow.digests import file_digest
+    from verdictflow.models.events import AnswerEvent
+    from verdictflow.scoring_jobs.training.labelled_sets import LabelledSet, TrainingDataError
+
+    try:
+        rows = read_items(path)
+    except CalibrationError as exc:
+        raise TrainingDataError(str(exc)) from None
+    votes: dict[str, Counter[str]] = {}
+    events: dict[str, AnswerEvent] = {}
+    for row in rows:
+        if row.kind not in FAITHFULNESS_KINDS:
+            continue
+        events[row.input_id] = AnswerEvent.model_validate(row.event)
+        # one vote per reviewer and input: a reviewer who labelled both tiers counts once
+        for label in row.labels:
+            votes.setdefault(row.input_id, Counter())[f"{label.reviewer}\x1f{label.expected}"] = 1
+    ids, targets = [], []
+    for input_id in sorted(votes):
+        tally = Counter(key.rsplit("\x1f", 1)[1] for key in votes[input_id])
+        if tally["pass"] != tally["fail"]:
+            ids.append(input_id)
+            targets.append(1.0 if tally["pass"] > tally["fail"] else 0.0)
+    if len(set(targets)) < 2:
+        raise TrainingDataError(
+            f"{path}: the faithfulness labels need supported and unsupported answers "
+            f"({len(targets)} usable inputs)"
+        )
+    return LabelledSet(
+        name="team-labels",
+        events=tuple(events[i] for i in ids),
+        targets=tuple(targets),
+        splits=tuple("all" for _ in ids),
+        groups=tuple(ids),
+        files={path.name: file_digest(path)},
+    )

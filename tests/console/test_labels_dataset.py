@@ -1,0 +1,68 @@
+"""People's labels as a data set (issue 44): the export joins the latest entry and each
+reviewer's latest label, filters by kind, tenant and time, reads back byte for byte; reviewers
+vote on the golden label (ties left out); the faithfulness labels become a training source."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.console.test_review import EVERY_ANSWER, fed
+from verdictflow.scoring_jobs.calibration.kinds import CalibrationError
+from verdictflow.scoring_jobs.calibration.labelled import (
+    ExportFilter,
+    dump_items,
+    golden_from_items,
+    labelled_items,
+    read_items,
+    team_set,
+)
+
+
+def test_export_vote_and_training_set(
+    tmp_path: Path, sample_lines: list[bytes], sample_verdicts: list[bytes]
+) -> None:
+    queue = fed(sample_lines, sample_verdicts, EVERY_ANSWER).review
+    clock = iter(range(1_000, 2_000))
+    queue.clock = lambda: float(next(clock))
+    labels = []
+    faithful = [(e, v) for e in queue.entries.values() for v in e.verdicts
+                if v.kind == "faithfulness"]  # fmt: skip
+    assert len(faithful) >= 4
+    for n, (entry, v) in enumerate(faithful[:4]):
+        for who in ("alice", "bob"):
+            # alice says pass, fail, pass, fail; bob agrees except on the last: a tie there
+            expected = "pass" if n % 2 == 0 or (who == "bob" and n == 3) else "fail"
+            labels.append(queue.make_label(reviewer=who, role="reviewer", input_id=entry.input_id,
+                                           verdict_id=v.verdict_id, expected=expected))  # fmt: skip
+    first, first_verdict = faithful[0]
+    relabel = queue.make_label(
+        reviewer="alice", role="reviewer", input_id=first.input_id,
+        verdict_id=first_verdict.verdict_id, expected="pass", note="sure",
+    )  # fmt: skip
+    records = [x.model_dump(mode="json") for x in [*labels, relabel]]
+    entries = [e.model_dump(mode="json") for e in queue.entries.values()]
+    rows, orphans = labelled_items(entries, records)
+    assert (len(rows), orphans) == (4, 0)
+    assert [x.note for x in rows[[r.input_id for r in rows].index(faithful[0][0].input_id)].labels
+            if x.reviewer == "alice"] == ["sure"]  # fmt: skip
+    path = tmp_path / "labels.jsonl"
+    path.write_bytes(dump_items(rows))
+    assert dump_items(read_items(path)) == path.read_bytes()
+    later, _ = labelled_items(entries, records, ExportFilter(since=1_005))
+    assert sum(len(r.labels) for r in later) == len(
+        [x for x in records if x["labelled_at"] >= 1005]
+    )
+    assert labelled_items(entries, records, ExportFilter(kinds=frozenset({"relevance"})))[0] == []
+
+    found = golden_from_items(rows, "faithfulness")
+    majority = {faithful[n][0].input_id: n % 2 == 0 for n in range(3)}  # the 4th is a tie
+    assert found.ties == 1
+    assert found.golden.positives == [majority[r.input_id] for r in rows if r.input_id in majority]
+    training = team_set(path)
+    assert training.name == "team-labels"
+    assert training.source == "team"
+    assert list(training.targets) == [1.0 if majority[i] else 0.0 for i in training.groups]
+    with pytest.raises(CalibrationError, match="both"):
+        golden_from_items(rows[:1], "faithfulness")
