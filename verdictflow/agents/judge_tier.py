@@ -26,7 +26,9 @@ the partition's lag grows, nothing is lost.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -41,6 +43,7 @@ from verdictflow.evaluators.summary_judges.rubric_verdicts import RubricContext,
 from verdictflow.evaluators.summary_judges.verdicts import Parser
 from verdictflow.judge_tier.budget import BudgetSkipped, utc_day
 from verdictflow.judge_tier.client import JudgeClient, JudgeUnavailable
+from verdictflow.models.alerts import JudgeBudgetAlert
 from verdictflow.models.codec import encode
 from verdictflow.models.judge import Judgement, JudgeRequest
 from verdictflow.models.verdicts import ReasonCode, Verdict
@@ -55,7 +58,7 @@ from verdictflow.streams.durable_table import (
 )
 from verdictflow.streams.outbox import Outbox
 from verdictflow.streams.records import Record
-from verdictflow.streams.topics import JUDGE_CACHE_TABLE, JUDGE_REQUESTS, verdict_topic
+from verdictflow.streams.topics import ALERTS, JUDGE_CACHE_TABLE, JUDGE_REQUESTS, verdict_topic
 
 logger = logging.getLogger(__name__)
 
@@ -137,6 +140,10 @@ class JudgeProcessor:
         self.ctx = ctx
         self.rubric = rubric
         self._parse: Parser | None = None
+        #: UTC days whose spent budget this worker has raised an alert for (and the alerts
+        #: still to send with the next batch's verdicts).
+        self._budget_days: set[str] = set()
+        self._alerts: list[JudgeBudgetAlert] = []
 
     async def _verdicts(
         self,
@@ -189,6 +196,8 @@ class JudgeProcessor:
                 break
             except BudgetSkipped as exc:
                 self.client.metrics.skipped.labels(exc.reason, priority.label).inc()
+                if exc.reason == "daily_tokens":
+                    self._budget_spent(exc.detail)
                 logger.warning(
                     "not judged (%s): %s verdict %s of %s: %s", exc.reason, priority.label,
                     request.reviews.verdict_id, request.event.id, exc.detail,
@@ -206,6 +215,25 @@ class JudgeProcessor:
         with writes_for(event):
             self.table[key] = outcome.model_dump(mode="json")
         return await self._verdicts(request, outcome)
+
+    def _budget_spent(self, detail: str) -> None:
+        """Raise the day's ``judge_budget_spent`` alert once in this worker (the id is the same
+        in every worker, so the notifier posts it once)."""
+        now = time.time()
+        day = utc_day(now)
+        if day in self._budget_days:
+            return
+        self._budget_days.add(day)
+        alert_id = hashlib.sha256(f"judge_budget_spent\x1f{day}".encode()).hexdigest()[:32]
+        self._alerts.append(
+            JudgeBudgetAlert(
+                alert_id=alert_id,
+                value=self.client.budget.budget.daily_tokens,
+                day=day,
+                detail=detail,
+                event_ts=now,
+            )
+        )
 
     async def handle(
         self, events: Sequence[Any], records: Sequence[Record], outbox: Outbox
@@ -229,6 +257,10 @@ class JudgeProcessor:
                 await outbox.send(
                     verdict_topic(verdict.kind), verdict.input_id, encode(verdict), headers
                 )
+        while self._alerts:
+            alert = self._alerts.pop(0)
+            logger.warning("judge budget spent for %s: %s", alert.day, alert.detail)
+            await outbox.send(ALERTS, "judge_budget_spent", encode(alert), {})
 
 
 def register(

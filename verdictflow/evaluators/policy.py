@@ -22,6 +22,7 @@ import orjson
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from verdictflow.evaluators.fail_rate import AlertsPolicy
 from verdictflow.evaluators.judge_tier_policy import FaithfulnessLlmPolicy, JudgeTierPolicy
 from verdictflow.evaluators.review_policy import ReviewPolicy
 from verdictflow.evaluators.tokenize import Tokenizer
@@ -196,12 +197,13 @@ class CalibrationRecord(_Strict):
 #: ``judge_tier`` (what escalates, the budget) and ``faithfulness_llm`` (the judge verdict's
 #: threshold, which that verdict's own digest carries: verdictflow/evaluators/faithfulness_llm)
 #: are left out whole, so tuning the judge tier moves no cheap verdict's id; ``review`` (what
-#: people are shown, the agreement bound) changes no verdict at all.
+#: people are shown, the agreement bound) and ``alerts`` (FAIL-rate bounds) change no verdict.
 EMISSION_SWITCHES: dict[str, Any] = {
     "faithfulness": {"summaries"},
     "judge_tier": True,
     "faithfulness_llm": True,
     "review": True,
+    "alerts": True,
 }
 
 
@@ -224,6 +226,7 @@ class Policy(_Strict):
     faithfulness_llm: FaithfulnessLlmPolicy = FaithfulnessLlmPolicy()
     doc_quality: DocQualityPolicy = DocQualityPolicy()
     review: ReviewPolicy = ReviewPolicy()
+    alerts: AlertsPolicy = AlertsPolicy()
     calibration: dict[str, CalibrationRecord] = {}
 
     def make_tokenizer(self) -> Tokenizer:

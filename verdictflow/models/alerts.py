@@ -63,3 +63,48 @@ class AgreementAlert(BaseModel):
     first_event_ts: float
     event_ts: float
     action: str = "review the labels; recalibrate with verdictflow calibrate --labels"
+
+
+class JudgeBudgetAlert(BaseModel):
+    """The judge tier spent its daily token budget (policy ``judge_tier.budget.daily_tokens``):
+    escalated verdicts go unreviewed until the UTC day turns. ``alert_id`` = hash(rule, day),
+    so every judge worker that hits its share raises the same id and ``verdictflow notify``
+    posts it once a day."""
+
+    model_config = ConfigDict(frozen=True)
+
+    schema_version: int = ALERT_SCHEMA_VERSION
+    alert_id: str
+    alert: Literal["judge_budget_spent"] = "judge_budget_spent"
+    kind: str = "faithfulness_llm"
+    tier: str = "judge"
+    model: str | None = None
+    tenant: str | None = None
+    statistic: Literal["daily_tokens"] = "daily_tokens"
+    value: int  # the day's token budget
+    day: str  # UTC, YYYY-MM-DD
+    detail: str
+    event_ts: float
+    action: str = "raise judge_tier.budget.daily_tokens, or narrow judge_tier.escalate"
+
+
+class FailRateAlert(BaseModel):
+    """A kind's FAIL share over one window of verdicts rose above the policy's bound
+    (``alerts.fail_rate``). ``alert_id`` = hash(rule, kind, model, tenant, window index)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    schema_version: int = ALERT_SCHEMA_VERSION
+    alert_id: str
+    alert: Literal["fail_rate"] = "fail_rate"
+    kind: str
+    model: str | None
+    tenant: str | None
+    statistic: Literal["fail_share"] = "fail_share"
+    value: float
+    bound: float
+    window_index: int
+    window_size: int
+    first_event_ts: float | None
+    event_ts: float | None
+    action: str = "look at the failing answers in the console"

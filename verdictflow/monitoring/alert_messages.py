@@ -88,6 +88,14 @@ def summary(alert: dict[str, Any]) -> str:
             f"labelled verdicts right (bound {float(alert.get('bound', 0)):.0%}, window "
             f"{alert.get('window_index', '?')})"
         )
+    elif kind == "fail_rate":
+        line += (
+            f": {float(alert.get('value', 0)):.1%} FAIL over {alert.get('window_size', '?')} "
+            f"verdicts (bound {float(alert.get('bound', 0)):.0%}, window "
+            f"{alert.get('window_index', '?')})"
+        )
+    elif kind == "judge_budget_spent":
+        line += f": the day's {alert.get('value', '?')} tokens are spent ({alert.get('day')})"
     elif "value" in alert:
         line += f": {alert.get('statistic', 'value')} {alert['value']}"
     if alert.get("action"):

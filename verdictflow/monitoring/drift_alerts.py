@@ -1,4 +1,6 @@
-"""``verdictflow drift``: watch verdict topics for score drift and emit alerts to ``alerts``.
+"""``verdictflow drift``: watch verdict topics for score drift, and for FAIL rates above the
+policy's ``alerts.fail_rate`` bounds (:mod:`~verdictflow.evaluators.fail_rate`), and emit
+alerts to ``alerts``.
 
 A plain consumer outside any consumer group (it reads every partition of the verdict topics of
 the calibrated kinds; it never takes partitions from workers). Each verdict's score goes to the
@@ -18,10 +20,11 @@ import orjson
 from pydantic import ValidationError
 
 from verdictflow.evaluators.drift import DriftKey, DriftMonitor, DriftTransition
+from verdictflow.evaluators.fail_rate import AlertsPolicy, FailRateBreach, FailRateMonitor
 from verdictflow.evaluators.kinds import series_name, spec_for
 from verdictflow.evaluators.policy import CalibrationRecord, Policy
 from verdictflow.exceptions import VerdictflowError
-from verdictflow.models.alerts import DriftAlert
+from verdictflow.models.alerts import DriftAlert, FailRateAlert
 from verdictflow.models.codec import encode
 from verdictflow.models.verdicts import Verdict
 from verdictflow.settings import Settings
@@ -36,12 +39,21 @@ logger = logging.getLogger(__name__)
 def calibrated_references(policy: Policy) -> dict[str, CalibrationRecord]:
     """The calibration records that carry a score distribution, by calibrated kind."""
     records = {k: r for k, r in sorted(policy.calibration.items()) if r.reference is not None}
-    if not records:
+    if not records and not policy.alerts.fail_rate:
         raise VerdictflowError(
-            "the policy has no calibration record with a score distribution: "
-            "run `verdictflow calibrate` first and pass its policy with --policy"
+            "the policy has no calibration record with a score distribution and no "
+            "alerts.fail_rate bound: run `verdictflow calibrate` first (or set a bound) and "
+            "pass its policy with --policy"
         )
     return records
+
+
+def fail_rate_alert(b: FailRateBreach) -> FailRateAlert:
+    return FailRateAlert(
+        alert_id=b.alert_id, kind=b.kind, model=b.model, tenant=b.tenant, value=b.fail_share,
+        bound=b.bound, window_index=b.window_index, window_size=b.window_size,
+        first_event_ts=b.first_ts, event_ts=b.last_ts,
+    )  # fmt: skip
 
 
 def alert_of(t: DriftTransition, record: CalibrationRecord, monitor: DriftMonitor) -> DriftAlert:
@@ -68,13 +80,41 @@ class DriftWatcher:
     """Decodes verdict records and feeds the monitor; malformed records are logged and skipped
     (a monitoring consumer must not die on them, and they are not its input to lose)."""
 
-    def __init__(self, records: dict[str, CalibrationRecord], monitor: DriftMonitor) -> None:
+    def __init__(
+        self,
+        records: dict[str, CalibrationRecord],
+        monitor: DriftMonitor,
+        fail_rates: FailRateMonitor | None = None,
+    ) -> None:
         self.records = records
         self.monitor = monitor
+        self.fail_rates = fail_rates or FailRateMonitor(AlertsPolicy())
         self.seen = 0
         self.skipped = 0
 
+    def feed_all(self, value: bytes) -> list[DriftAlert | FailRateAlert]:
+        """Every alert one verdict record raises: score drift, a FAIL-rate window."""
+        decoded = self._decode(value)
+        if decoded is None:
+            return []
+        kind, verdict = decoded
+        out: list[DriftAlert | FailRateAlert] = []
+        drift = self._drift(kind, verdict)
+        if drift is not None:
+            out.append(drift)
+        breach = self.fail_rates.observe(
+            kind, verdict.model, verdict.tenant, verdict.decision.value, verdict.event_ts
+        )
+        if breach is not None:
+            out.append(fail_rate_alert(breach))
+        return out
+
     def feed(self, value: bytes) -> DriftAlert | None:
+        """The score-drift alert one verdict record raises, if any."""
+        decoded = self._decode(value)
+        return None if decoded is None else self._drift(*decoded)
+
+    def _decode(self, value: bytes) -> tuple[str, Verdict] | None:
         try:
             raw = orjson.loads(value)
             verdict = Verdict.model_validate(raw)
@@ -83,7 +123,11 @@ class DriftWatcher:
             logger.warning("skipping a record that is not a verdict: %s", str(exc)[:200])
             return None
         self.seen += 1
-        kind = series_name(verdict.kind.value, raw.get("judge"))
+        return series_name(verdict.kind.value, raw.get("judge")), verdict
+
+    def _drift(self, kind: str, verdict: Verdict) -> DriftAlert | None:
+        if kind not in self.records:
+            return None
         key = DriftKey(kind, verdict.model, verdict.tenant)
         transition = self.monitor.observe(key, verdict.score, verdict.event_ts)
         if transition is None:
@@ -115,24 +159,23 @@ async def run_drift(
         enter_psi=enter_psi,
         exit_psi=exit_psi,
     )
-    watcher = DriftWatcher(records, monitor)
+    watcher = DriftWatcher(records, monitor, FailRateMonitor(policy.alerts))
     await ensure_topics(settings)
     producer = make_producer(settings)
     await producer.start()
     try:
+        kinds = sorted({*records, *policy.alerts.fail_rate})
         async for _, value in tail(
-            topics_for(list(records)), settings, from_beginning=from_beginning, timeout=timeout
+            topics_for(kinds), settings, from_beginning=from_beginning, timeout=timeout
         ):
-            alert = watcher.feed(value)
-            if alert is None:
-                continue
-            logger.warning("drift: %s psi %.3f (window %d)", alert.kind, alert.value,
-                           alert.window_index)  # fmt: skip
-            await producer.send_and_wait(
-                settings.topic_prefix + ALERTS, value=encode(alert), key=alert.kind.encode()
-            )
-            if on_alert is not None:
-                on_alert(alert)
+            for alert in watcher.feed_all(value):
+                logger.warning("%s: %s %.3f (window %d)", alert.alert, alert.kind, alert.value,
+                               alert.window_index)  # fmt: skip
+                await producer.send_and_wait(
+                    settings.topic_prefix + ALERTS, value=encode(alert), key=alert.kind.encode()
+                )
+                if on_alert is not None and isinstance(alert, DriftAlert):
+                    on_alert(alert)
     finally:
         await producer.stop()
     return watcher

@@ -227,16 +227,29 @@ function prependList(list, nodes, reset) {
   while (list.children.length > MAX_LIST) list.lastElementChild.remove();
 }
 
+function alertWords(a) {
+  switch (a.alert) {
+    case "agreement_drop":
+      return [`${a.kind} disagrees with reviewers`,
+        ` · agreement ${fmt(a.value)} over ${a.labels} labels (bound ${fmt(a.bound, 2)}) · window ${a.window_index}`];
+    case "fail_rate":
+      return [`${a.kind} FAIL rate ${fmt(a.value)}`,
+        ` · model ${a.model ?? "none"} · tenant ${a.tenant ?? "none"} · bound ${fmt(a.bound, 2)} over ${a.window_size} verdicts · window ${a.window_index}`];
+    case "judge_budget_spent":
+      return ["judge budget spent", ` · ${a.value} tokens on ${a.day} (UTC)`];
+    default:
+      return [`${a.kind} drifted`,
+        ` · model ${a.model ?? "none"} · tenant ${a.tenant ?? "none"} · PSI ${fmt(a.value)} (enters at ${fmt(a.enter_threshold, 2)})` +
+        ` · window ${a.window_index} mean ${fmt(a.window_mean)}`];
+  }
+}
+
 function drawAlerts(items, reset) {
-  const nodes = items.map(({ alert: a, received }) => a.alert === "agreement_drop"
-    ? el("li", { class: "alert-row", "data-kind": a.kind, "data-alert": a.alert },
-      el("span", { class: "alert", text: `${a.kind} disagrees with reviewers` }),
-      ` · agreement ${fmt(a.value)} over ${a.labels} labels (bound ${fmt(a.bound, 2)})` +
-      ` · window ${a.window_index} · ${a.action} · ${clock(received)}`)
-    : el("li", { class: "alert-row", "data-kind": a.kind, "data-alert": a.alert ?? "score_drift" },
-      el("span", { class: "alert", text: `${a.kind} drifted` }),
-      ` · model ${a.model ?? "none"} · tenant ${a.tenant ?? "none"} · PSI ${fmt(a.value)} (enters at ${fmt(a.enter_threshold, 2)})` +
-      ` · window ${a.window_index} mean ${fmt(a.window_mean)} · ${a.action} · ${clock(received)}`));
+  const nodes = items.map(({ alert: a, received }) => {
+    const [title, detail] = alertWords(a);
+    return el("li", { class: "alert-row", "data-kind": a.kind, "data-alert": a.alert ?? "score_drift" },
+      el("span", { class: "alert", text: title }), `${detail} · ${a.action} · ${clock(received)}`);
+  });
   prependList($("alerts"), nodes, reset);
   $("alert-count").textContent = String($("alerts").querySelectorAll(".alert-row").length);
 }

@@ -9,14 +9,21 @@ import orjson
 from pydantic import BaseModel, Field, TypeAdapter
 
 from verdictflow.evaluators.kinds import KINDS
-from verdictflow.models.alerts import AgreementAlert, DriftAlert
+from verdictflow.models.alerts import (
+    AgreementAlert,
+    DriftAlert,
+    FailRateAlert,
+    JudgeBudgetAlert,
+)
 from verdictflow.models.dead_letter import DeadLetter
 from verdictflow.models.events import AnswerEvent, DocUpdate, EdgeEvent, SummaryEvent
 from verdictflow.models.labels import ReviewLabel
 from verdictflow.models.quality import DocQuality
 
-#: ``alerts`` carries either kind of alert, told apart by its ``alert`` field.
-Alert = Annotated[DriftAlert | AgreementAlert, Field(discriminator="alert")]
+#: ``alerts`` carries every kind of alert, told apart by its ``alert`` field.
+Alert = Annotated[
+    DriftAlert | AgreementAlert | FailRateAlert | JudgeBudgetAlert, Field(discriminator="alert")
+]
 
 TOPIC_VALUE_MODELS: dict[str, Any] = {
     "answers": AnswerEvent,
