@@ -17,6 +17,7 @@ from verdictflow.scoring_jobs.calibration.labelled import (
     labelled_items,
     read_items,
     team_set,
+    tenants_with,
 )
 
 
@@ -66,3 +67,27 @@ def test_export_vote_and_training_set(
     assert list(training.targets) == [1.0 if majority[i] else 0.0 for i in training.groups]
     with pytest.raises(CalibrationError, match="both"):
         golden_from_items(rows[:1], "faithfulness")
+
+
+def test_tenants_with_enough_labels_of_both_outcomes(
+    sample_lines: list[bytes], sample_verdicts: list[bytes]
+) -> None:
+    queue = fed(sample_lines, sample_verdicts, EVERY_ANSWER).review
+    picks = [(e, v) for e in queue.entries.values() for v in e.verdicts if v.kind == "groundedness"]
+    labels = [
+        queue.make_label(reviewer="alice", role="reviewer", input_id=e.input_id,
+                         verdict_id=v.verdict_id, expected="pass" if n % 2 else "fail")
+        for n, (e, v) in enumerate(picks)
+    ]  # fmt: skip
+    rows, _ = labelled_items(
+        [e.model_dump(mode="json") for e in queue.entries.values()],
+        [x.model_dump(mode="json") for x in labels],
+    )
+    tenants = {r.tenant for r in rows if r.tenant}
+    assert tenants
+    assert tenants_with(rows, "groundedness", 2) == sorted(
+        t for t in tenants
+        if {r.labels[0].expected for r in rows if r.tenant == t} == {"pass", "fail"}
+        and sum(r.tenant == t for r in rows) >= 2
+    )  # fmt: skip
+    assert tenants_with(rows, "groundedness", len(rows) + 1) == []

@@ -59,6 +59,18 @@ def topic(settings: Settings, short: str) -> list[dict[str, Any]]:
     return [orjson.loads(v) for _, _, v in records if v]
 
 
+def log_in(page: Any, wait: Any, url: str, token: str) -> None:
+    """Log in through the form and wait for its redirect (the session cookie is set by then),
+    then open the review page."""
+    from selenium.webdriver.common.by import By
+
+    page.get(url + "/login")
+    page.find_element(By.ID, "token").send_keys(token)
+    page.find_element(By.CSS_SELECTOR, "form button").click()
+    wait.until(lambda d: "/login" not in d.current_url)
+    page.get(url + "/review")
+
+
 def topic_latest(settings: Settings) -> dict[str, dict[str, Any]]:
     """The labels topic as compaction leaves it: the latest record per key."""
     records = asyncio.run(read_whole_topic(settings, settings.topic_prefix + LABELS))
@@ -111,11 +123,8 @@ def test_a_reviewer_labels_by_keyboard_and_agreement_alerts_go_out_once(
         from selenium.webdriver.support.ui import WebDriverWait
 
         with browser.headless_chromium(1300, 1500) as page:
-            page.get(url + "/login")
-            page.find_element(By.ID, "token").send_keys(tokens["alice"])
-            page.find_element(By.CSS_SELECTOR, "form button").click()
-            page.get(url + "/review")
-            wait = WebDriverWait(page, 30, ignored_exceptions=(StaleElementReferenceException,))
+            wait = WebDriverWait(page, 60, ignored_exceptions=(StaleElementReferenceException,))
+            log_in(page, wait, url, tokens["alice"])
             wait.until(lambda d: d.find_element(By.ID, "entry").is_displayed())
             assert "alice (reviewer)" in page.find_element(By.ID, "me").text
             first = showing = page.find_element(By.ID, "input-id").text
@@ -125,7 +134,9 @@ def test_a_reviewer_labels_by_keyboard_and_agreement_alerts_go_out_once(
                 decision = focus.find_element(By.CSS_SELECTOR, ".badge").text
                 vid = focus.get_attribute("data-verdict-id")
                 body.send_keys("p" if decision == "DEFER" else "rw"[n % 2])
-                # labelled: its mark drawn, or the page moved on to the next input
+                # every key done (each runs after the one before), and this one labelled
+                wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute(
+                    "data-pending") == "0")  # fmt: skip
                 wait.until(
                     lambda d, vid=vid, at=showing: (
                         d.find_element(By.ID, "input-id").text != at
@@ -198,11 +209,8 @@ def test_a_reviewer_labels_by_keyboard_and_agreement_alerts_go_out_once(
     console, url = start_console()  # the queue and labels come back from their topics
     try:
         with browser.headless_chromium(1300, 1500) as page:
-            page.get(url + "/login")
-            page.find_element(By.ID, "token").send_keys(tokens["alice"])
-            page.find_element(By.CSS_SELECTOR, "form button").click()
-            page.get(url + "/review")
-            wait = WebDriverWait(page, 30, ignored_exceptions=(StaleElementReferenceException,))
+            wait = WebDriverWait(page, 60, ignored_exceptions=(StaleElementReferenceException,))
+            log_in(page, wait, url, tokens["alice"])
             wait.until(lambda d: d.find_element(By.ID, "entry").is_displayed())
             assert page.find_element(By.ID, "input-id").text == where
         again = wait_for(

@@ -20,6 +20,7 @@ input beyond :class:`ValueError` (which the console state counts as a bad record
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -82,8 +83,6 @@ class ReviewQueue:
         limits: ReviewLimits | None = None,
         clock: Callable[[], float] | None = None,
     ) -> None:
-        import time
-
         self.policy = policy or ReviewPolicy()
         self.limits = limits or ReviewLimits()
         self.clock = clock or time.time

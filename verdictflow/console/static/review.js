@@ -1,7 +1,9 @@
 // The review page (issue 44): one queued input at a time, labelled by keyboard.
 "use strict";
 
-const state = { index: null, entry: null, focus: 0, total: 0, mayLabel: false, busy: false };
+// Keys run one after another (a label, then the move it causes, then the next key), so a
+// reviewer typing ahead loses no key and labels never land on the wrong verdict.
+const state = { index: null, entry: null, focus: 0, total: 0, mayLabel: false, chain: Promise.resolve(), pending: 0 };
 const $ = (id) => document.getElementById(id);
 
 async function api(path, options) {
@@ -103,12 +105,11 @@ async function show(index) {
 
 async function label(choice) {
   const v = state.entry && state.entry.verdicts[state.focus];
-  if (!v || state.busy) { return; }
+  if (!v) { return; }
   if (!state.mayLabel) { flash("You may look, not label (role: viewer)."); return; }
   const body = { input_id: state.entry.input_id, verdict_id: v.verdict_id, note: $("note").value };
   if (choice === "right" || choice === "wrong") { body.judgement = choice; } else { body.expected = choice; }
-  state.busy = true;
-  try {
+  {
     const reply = await api("/api/review/labels", {
       method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body),
     });
@@ -121,8 +122,6 @@ async function label(choice) {
     await refreshSummary();
     drawAgreement();
     if (state.index + 1 < state.total) { await show(state.index + 1); }
-  } finally {
-    state.busy = false;
   }
 }
 
@@ -184,7 +183,14 @@ document.addEventListener("keydown", (event) => {
     n: () => $("note").focus(),
   };
   const action = keys[event.key];
-  if (action) { event.preventDefault(); action(); }
+  if (!action) { return; }
+  event.preventDefault();
+  state.pending += 1;
+  document.body.dataset.pending = String(state.pending);
+  state.chain = state.chain.then(action).catch((error) => flash(String(error))).finally(() => {
+    state.pending -= 1;
+    document.body.dataset.pending = String(state.pending);
+  });
 });
 
 async function start() {
