@@ -206,3 +206,22 @@ async def test_who_may_label_and_agreement_on_metrics(
     panel = (await client.get("/api/review/agreement", headers=as_victor)).json()
     assert panel["kinds"][0]["confusion"] == {"FAIL/fail": 1, "FAIL/pass": 1, "PASS/fail": 1,
                                               "PASS/pass": 2}  # fmt: skip
+
+
+def test_a_restarting_console_queues_nothing_before_the_stored_queue_is_read(
+    sample_lines: list[bytes], sample_verdicts: list[bytes]
+) -> None:
+    first = fed(sample_lines, sample_verdicts, EVERY_ANSWER).review
+    stored = [e.model_dump(mode="json") for e in first.outbox]
+    restarting = ConsoleState("vf.", review=ReviewQueue(EVERY_ANSWER, restored=False))
+    now = time.time()
+    for raw in sample_verdicts:  # replayed from the beginning, before the stored entries
+        restarting.ingest(f"vf.verdicts.{orjson.loads(raw)['kind']}", raw, now)
+    for line in sample_lines:
+        restarting.ingest("vf.answers", line, now)
+    queue = restarting.review
+    assert queue.entries == {}
+    for entry in stored[: len(stored) // 2]:
+        restarting.ingest("vf.internal.review-queue", orjson.dumps(entry), now)
+    queue.restore_done()
+    assert queue.order() == first.order()  # the stored queue times, not the restart's

@@ -149,6 +149,13 @@ def test_a_reviewer_labels_by_keyboard_and_agreement_alerts_go_out_once(
                 showing = page.find_element(By.ID, "input-id").text
             wait.until(lambda d: "of" in d.find_element(By.ID, "progress").text)
             where = page.find_element(By.ID, "input-id").text
+            before_order = []
+            for i in range(min(3, queued())):
+                v = httpx.get(f"{url}/api/review/entries/{i}", headers=as_alice).json()
+                before_order.append(
+                    (v["input_id"], v["queued_at"], v["done"],
+                     [(x["kind"], x["verdict_id"][:8], bool(x["label"])) for x in v["verdicts"]])
+                )  # fmt: skip
             shot = os.environ.get("VERDICTFLOW_REVIEW_SCREENSHOT")
             if shot:
                 page.save_screenshot(shot)
@@ -212,7 +219,24 @@ def test_a_reviewer_labels_by_keyboard_and_agreement_alerts_go_out_once(
             wait = WebDriverWait(page, 60, ignored_exceptions=(StaleElementReferenceException,))
             log_in(page, wait, url, tokens["alice"])
             wait.until(lambda d: d.find_element(By.ID, "entry").is_displayed())
-            assert page.find_element(By.ID, "input-id").text == where
+            shown = page.find_element(By.ID, "input-id").text
+            if shown != where:  # say what each side knew
+                summary = httpx.get(f"{url}/api/review", headers=as_alice).json()
+                views = [httpx.get(f"{url}/api/review/entries/{i}", headers=as_alice).json()
+                         for i in range(min(3, summary["total"]))]  # fmt: skip
+                pytest.fail(
+                    f"showing {shown}, was at {where}; before: {before_order}; now {summary}; "
+                    + "; ".join(
+                        f"{v['input_id']} {v['queued_at']} done={v['done']} "
+                        + str(
+                            [
+                                (x["kind"], x["verdict_id"][:8], bool(x["label"]))
+                                for x in v["verdicts"]
+                            ]
+                        )
+                        for v in views
+                    )
+                )
         again = wait_for(
             lambda: len(a := [x for x in topic(settings, ALERTS)
                               if x.get("alert") == "agreement_drop"]) >= 2 and a,

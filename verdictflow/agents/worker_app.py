@@ -169,7 +169,12 @@ def _register_judge(
 
     judge_metrics = JudgeMetrics(metrics.registry if metrics is not None else None)
     client = make_client(judge or JudgeSettings(), policy.judge_tier, judge_metrics)
-    ctx = JudgeContext(client.backend.name, client.backend.model, policy.faithfulness_llm.threshold)
+    ctx = JudgeContext(  # the verdict names the prompt (or the local model's reading) it asked by
+        client.backend.name,
+        client.backend.model,
+        policy.faithfulness_llm.threshold,
+        client.backend.prompt_version,
+    )
     rubric = RubricContext(
         client.backend.name, client.backend.model, policy.judge, installed_pipeline_version()
     )
@@ -256,7 +261,7 @@ def run_worker(settings: Settings) -> None:
     if settings.tier == "judge" and not JudgeSettings().configured:
         from verdictflow.judge_tier.factory import make_backend
 
-        make_backend(JudgeSettings())  # raises JudgeNotConfiguredError: one line, exit 2
+        make_backend(JudgeSettings())  # the shipped checker; with none, one line and exit 2
     if settings.tier in ("lexical", "all"):  # the docs agent's embedder fails before connecting
         quality = QualitySettings()
         make_embedder(quality.embedder, quality.dim, quality.embed_model_dir)

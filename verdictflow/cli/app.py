@@ -49,6 +49,7 @@ COMMANDS: list[tuple[str, Callable[..., Any]]] = [
     ("build-idf", offline_commands.build_idf),
     ("calibrate", offline_commands.calibrate),
     ("train-faithfulness", offline_commands.train_faithfulness),
+    ("train-checker", offline_commands.train_checker),
     ("schemas", offline_commands.schemas),
     ("api", api_command.api),
     ("dev", stream.dev),

@@ -34,6 +34,14 @@ def eval_answers(
     policy: PolicyOpt = None,
     fmt: Annotated[str, typer.Option("--format", help="jsonl (verdicts) or table")] = "jsonl",
     idf_stats: IdfStatsOpt = "default",
+    judge: Annotated[
+        str | None,
+        typer.Option(
+            help="local: also the judge tier's verdicts (faithfulness_llm) for what the policy "
+            "escalates, by the backend a judge worker would use (the shipped checker unless "
+            "VERDICTFLOW_JUDGE_* names another)"
+        ),
+    ] = None,
 ) -> None:
     """Score answers offline with the agents' code: one verdict per line on stdout,
     dead letters on stderr."""
@@ -41,9 +49,20 @@ def eval_answers(
     from verdictflow.scoring_jobs.batch.eval_answers import evaluate_answers
     from verdictflow.scoring_setup import load_scoring
 
-    scoring = load_scoring(load_policy(policy), idf_stats)
-    outputs = list(evaluate_answers(file.read_bytes().splitlines(), scoring, source=str(file)))
+    if judge not in (None, "local"):
+        raise typer.BadParameter("--judge takes one value: local")
+    loaded = load_policy(policy)
+    scoring = load_scoring(loaded, idf_stats)
+    lines = file.read_bytes().splitlines()
+    outputs = list(evaluate_answers(lines, scoring, source=str(file)))
     verdicts = [o.verdict for o in outputs if o.verdict is not None]
+    if judge == "local":
+        from verdictflow.judge_tier.factory import make_client
+        from verdictflow.scoring_jobs.batch.eval_judge import judge_verdicts
+        from verdictflow.settings import JudgeSettings
+
+        client = make_client(JudgeSettings(), loaded.judge_tier)
+        verdicts += judge_verdicts(lines, verdicts, loaded, client)
     for o in outputs:
         if o.dead_letter is not None:
             sys.stderr.write(o.dead_letter.model_dump_json() + "\n")
@@ -290,3 +309,91 @@ def schemas(
 
     for path in write_schemas(out):
         typer.echo(str(path))
+
+
+def train_checker(
+    data: Annotated[
+        Path, typer.Option(file_okay=False, help="The shared data folder (../shared/data)")
+    ] = Path("../shared/data"),
+    out: Annotated[
+        Path,
+        typer.Option(file_okay=False, help="Directory for the checker (ONNX, tokenizer, card)"),
+    ] = Path("checker"),
+    base: Annotated[
+        Path | None,
+        typer.Option(
+            file_okay=False,
+            help="Weights to start from (a local Hugging Face directory; default: the installed "
+            "all-MiniLM-L6-v2)",
+        ),
+    ] = None,
+    sets: Annotated[
+        str | None, typer.Option(help="Comma-separated training sets (default: all but held-out)")
+    ] = None,
+    epochs: Annotated[int, typer.Option(min=1, max=20)] = 1,
+    batch_size: Annotated[int, typer.Option(min=1, max=256)] = 16,
+    max_length: Annotated[int, typer.Option(min=32, max=512)] = 256,
+    limit: Annotated[
+        int | None, typer.Option(min=2, help="Use only the first N pairs (a quick trial)")
+    ] = None,
+    seed: int = 13,
+    validate: Annotated[bool, typer.Option(help="Score the held-out sets after each epoch")] = True,
+) -> None:
+    """Fine-tune a claim checker (a cross-encoder) on (chunk, claim) pairs from the labelled
+    sets and synthetic pairs; write it as int8 ONNX with its tokenizer and model card. Resumes
+    from <out>/checkpoint when one is there."""
+    import os
+
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from verdictflow.embedders import packaged_model_dir
+    from verdictflow.scoring_jobs.training import checker_data, checker_sets
+    from verdictflow.scoring_jobs.training import checker_training as ct
+
+    start = base or packaged_model_dir()
+    if start is None:
+        raise typer.BadParameter("no --base given and all-MiniLM-L6-v2 is not installed")
+    names = tuple(n.strip() for n in sets.split(",")) if sets else checker_data.DEFAULT_SETS
+    pairs, files = checker_data.load_pairs(data, names, seed)
+    if limit is not None:
+        pairs = pairs[:limit]
+    options = ct.TrainOptions(
+        epochs=epochs, batch_size=batch_size, max_length=max_length, seed=seed
+    )
+    err.print(f"{len(pairs)} pairs from {len(names)} sets; {start} -> {out}")
+
+    def held_out(model: Any, tokenizer: Any) -> list[dict[str, Any]]:
+        figures = checker_sets.validate_all(data, checker_sets.torch_predict(model, tokenizer))
+        for f in figures:
+            err.print(
+                f"  {f['set']}: ROC-AUC {f['roc_auc']:.3f}, balanced accuracy "
+                f"{f['balanced_accuracy']:.3f} at {f['threshold']:.2f} (n {f['n']})"
+            )
+        return figures
+
+    with Progress(
+        TextColumn("train-checker"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+        TextColumn("loss {task.fields[loss]:.3f}"), TimeRemainingColumn(), console=err,
+    ) as bar:  # fmt: skip
+        task = bar.add_task("steps", total=None, loss=0.0)
+
+        def progress(step: int, total: int, loss: float) -> None:
+            bar.update(task, completed=step, total=total, loss=loss)
+
+        report = ct.train(
+            pairs, Path(start), out, options, held_out if validate else None, progress
+        )
+    target = ct.export_onnx(out / "hf", out)
+    sources: dict[str, int] = {}
+    for p in pairs:
+        sources[p.source] = sources.get(p.source, 0) + 1
+    ct.write_card(
+        out,
+        {
+            "base": Path(start).name, "pairs": len(pairs), "sources": sources, "sets": list(names),
+            "files": files, "steps": report.steps, "seconds": round(report.seconds, 1),
+            "options": ct.options_dict(options), "validation": report.validation,
+            "cpu": f"{os.cpu_count()} cores",
+        },
+    )  # fmt: skip
+    err.print(f"{target}: {target.stat().st_size / 1e6:.1f} MB; card {out / 'MODEL_CARD.md'}")

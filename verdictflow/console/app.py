@@ -157,8 +157,8 @@ def create_console_app(
     """The console app. Tests pass their own ``state`` and ``follow=False`` to drive it without
     a broker."""
     opts = options or ConsoleOptions()
-    console = state or ConsoleState(
-        settings.topic_prefix, opts.limits, review=ReviewQueue(opts.review)
+    console = state or ConsoleState(  # following: the stored queue is read before new entries
+        settings.topic_prefix, opts.limits, review=ReviewQueue(opts.review, restored=not follow)
     )
     console.on_verdict = opts.on_verdict
     console.judge_budget = opts.judge_budget

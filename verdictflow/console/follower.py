@@ -129,6 +129,8 @@ class Follower:
                     self.review_ready = all(
                         self.positions.get(tp, 0) >= end for tp, end in self._review_ends.items()
                     )
+                    if self.review_ready:
+                        self.state.review.restore_done()
                 if time.monotonic() - last_lag >= 1.0:
                     last_lag = time.monotonic()
                     self.state.lag = await self._lag(consumer, partitions)

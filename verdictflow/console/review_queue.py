@@ -82,6 +82,8 @@ class ReviewQueue:
         policy: ReviewPolicy | None = None,
         limits: ReviewLimits | None = None,
         clock: Callable[[], float] | None = None,
+        *,
+        restored: bool = True,
     ) -> None:
         self.policy = policy or ReviewPolicy()
         self.limits = limits or ReviewLimits()
@@ -96,6 +98,11 @@ class ReviewQueue:
         self.outbox: deque[ReviewEntry] = deque()
         self.alerts_out: deque[AgreementAlert] = deque()
         self._raised: set[str] = set()
+        #: Whether the stored queue has been read (:meth:`restore_done`). Until then, inputs
+        #: sampled from what is read are only noted, so no entry is created ahead of its stored
+        #: copy with a later queue time (the queue's order would change across a restart).
+        self.restored = restored
+        self._deferred: dict[str, set[str]] = {}
 
     # ---- what the follower reads -----------------------------------------------------------
 
@@ -173,7 +180,22 @@ class ReviewQueue:
 
     # ---- the queue -------------------------------------------------------------------------
 
+    def restore_done(self) -> None:
+        """The stored queue and labels are read: queue what was sampled meanwhile."""
+        if self.restored:
+            return
+        self.restored = True
+        deferred, self._deferred = self._deferred, {}
+        for input_id, reasons in deferred.items():
+            if input_id in self.entries:
+                self._grow(input_id, reasons)
+            elif input_id in self._events:
+                self._queue(input_id, reasons)
+
     def _queue(self, input_id: str, reasons: set[str]) -> None:
+        if not self.restored:
+            self._deferred.setdefault(input_id, set()).update(reasons)
+            return
         event, _ = self._events[input_id]
         entry = ReviewEntry(
             input_id=input_id,
@@ -188,6 +210,9 @@ class ReviewQueue:
         self.outbox.append(entry)
 
     def _grow(self, input_id: str, reasons: set[str]) -> None:
+        if not self.restored:
+            self._deferred.setdefault(input_id, set()).update(reasons)
+            return
         held = self.entries[input_id]
         known = {v.verdict_id for v in held.verdicts}
         new = [v for v in self._verdicts.get(input_id, {}).values() if v.verdict_id not in known]

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from verdictflow.evaluators.judge_tier_policy import JudgeTierPolicy
 from verdictflow.exceptions import VerdictflowError
 from verdictflow.judge_tier.backends import Backend, CrossEncoderBackend, OpenAIBackend
+from verdictflow.judge_tier.checker_backend import CheckerBackend, shipped_dir
 from verdictflow.judge_tier.client import JudgeClient
 from verdictflow.judge_tier.metrics import JudgeMetrics
 from verdictflow.settings import JudgeSettings
@@ -15,16 +18,24 @@ class JudgeNotConfiguredError(VerdictflowError):
 
 
 def make_backend(settings: JudgeSettings) -> Backend:
+    """An OpenAI-compatible endpoint (``VERDICTFLOW_JUDGE_URL``); else the directory of
+    ``VERDICTFLOW_JUDGE_MODEL_DIR`` (a ``train-checker`` export, or a sentence-transformers
+    cross-encoder such as HHEM or MiniCheck); else the claim checker shipped with the package."""
     if settings.url:
         assert settings.model is not None  # JudgeSettings checks it
         key = settings.api_key.get_secret_value() if settings.api_key is not None else ""
         return OpenAIBackend(settings.url, settings.model, key, settings.timeout_seconds)
+    if settings.model_dir and (Path(settings.model_dir) / "model.onnx").is_file():
+        return CheckerBackend(settings.model_dir, settings.threads)
     if settings.model_dir:
         return CrossEncoderBackend(settings.model_dir, settings.threads)
-    raise JudgeNotConfiguredError(
-        "the judge tier needs a backend: VERDICTFLOW_JUDGE_URL and VERDICTFLOW_JUDGE_MODEL (an "
-        "OpenAI-compatible endpoint) or VERDICTFLOW_JUDGE_MODEL_DIR (a local cross-encoder)"
-    )
+    if not (shipped_dir() / "model.onnx").is_file():
+        raise JudgeNotConfiguredError(
+            "the judge tier needs a backend and this installation ships no checker: set "
+            "VERDICTFLOW_JUDGE_URL and VERDICTFLOW_JUDGE_MODEL (an OpenAI-compatible endpoint) "
+            "or VERDICTFLOW_JUDGE_MODEL_DIR (a local model)"
+        )
+    return CheckerBackend(None, settings.threads)
 
 
 def make_client(

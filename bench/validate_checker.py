@@ -1,0 +1,145 @@
+"""The claim checker against human labels (issue 43), on the sets it never saw in training:
+LLM-AggreFact's WiCE and FactCheck-GPT dev splits (claim against a long document) and BEGIN's
+three dialogue corpora (response against its knowledge; Generic rows left out).
+
+Per set, in one run: the checker alone (the shipped int8 ONNX export, or ``--model``), the
+cheap ``faithfulness`` and ``groundedness`` verdicts (production scorers, shipped policy),
+and the cascade: the cheap faithfulness decision, with the escalated share q of rows (the q
+nearest its threshold: the policy's band) decided by the checker instead; next to the oracle
+bound (the escalated rows decided by their true label, ``bench/judge_oracle.py``'s bound).
+
+Balanced accuracy is at the threshold that maximises it on the set (the sets' READMEs ask for
+a threshold chosen on this dev data), for every system alike; ROC-AUC needs none (the
+cascade's score: each system's score mapped so its threshold sits at 0.5, then the escalated
+rows take the checker's).
+
+    python bench/validate_checker.py [--data ../shared/data] [--model DIR] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from harness import machine
+from sklearn.metrics import roc_auc_score, roc_curve
+
+from verdictflow.evaluators.policy import Policy
+from verdictflow.judge_tier.checker_backend import CheckerModel, shipped_dir
+from verdictflow.models.events import AnswerEvent
+from verdictflow.scoring_jobs.calibration.kinds import batch_scorer
+from verdictflow.scoring_jobs.training.checker_sets import HELD_OUT, Row, checker_scores
+
+SHARES = (0.1, 0.2, 0.5, 1.0)
+PUBLISHED = {
+    "wice": "SummaC-ZS 62.8, AlignScore 66.0, MiniCheck-FT5-L 72.2, HHEM-2.1 75.9, GPT-4o 78.5",
+    "factcheckgpt": "SummaC-ZS 75.2, AlignScore 74.3, MiniCheck-FT5-L 74.7, HHEM-2.1 71.8",
+}
+
+
+def best_threshold(scores: Sequence[float], labels: Sequence[int]) -> tuple[float, float]:
+    """(balanced accuracy, threshold) at the best threshold: PASS when score >= threshold."""
+    fpr, tpr, thresholds = roc_curve(list(labels), list(scores))
+    balanced = (tpr + 1 - fpr) / 2
+    i = int(balanced.argmax())
+    return float(balanced[i]), float(min(1.0, thresholds[i]))
+
+
+def spread(scores: np.ndarray, threshold: float) -> np.ndarray:
+    """Scores mapped piecewise-linearly so ``threshold`` sits at 0.5 (order kept)."""
+    t = min(max(threshold, 1e-6), 1 - 1e-6)
+    return np.where(scores < t, scores / (2 * t), 0.5 + (scores - t) / (2 * (1 - t)))
+
+
+def cheap_scores(rows: Sequence[Row], kind: str) -> list[float]:
+    events = [AnswerEvent(id=r.id, query=r.query, answer=r.claim, contexts=[r.doc]) for r in rows]
+    verdicts = batch_scorer(kind)(events, Policy())
+    return [v.score if v.score is not None else 0.0 for v in verdicts]
+
+
+def evaluate(name: str, rows: Sequence[Row], checker: np.ndarray, faith: np.ndarray,
+             grounded: np.ndarray) -> dict[str, object]:  # fmt: skip
+    labels = np.array([r.label for r in rows])
+    out: dict[str, object] = {"set": name, "n": len(rows), "positives": int(labels.sum())}
+    for system, scores in (("checker", checker), ("faithfulness", faith),
+                           ("groundedness", grounded)):  # fmt: skip
+        bacc, threshold = best_threshold(scores, labels)
+        out[system] = {
+            "roc_auc": round(float(roc_auc_score(labels, scores)), 4),
+            "balanced_accuracy": round(bacc, 4),
+            "threshold": round(threshold, 4),
+        }
+    _, t_cheap = best_threshold(faith, labels)
+    _, t_check = best_threshold(checker, labels)
+    cheap_pass = faith >= t_cheap
+    check_pass = checker >= t_check
+    nearness = np.argsort(np.abs(faith - t_cheap), kind="stable")
+    for q in SHARES:
+        escalated = np.zeros(len(rows), dtype=bool)
+        escalated[nearness[: round(q * len(rows))]] = True
+        decision = np.where(escalated, check_pass, cheap_pass)
+        oracle = np.where(escalated, labels == 1, cheap_pass)
+        score = np.where(escalated, spread(checker, t_check), spread(faith, t_cheap))
+        out[f"cascade_{int(q * 100)}"] = {
+            "balanced_accuracy": round(_bacc(decision, labels), 4),
+            "roc_auc": round(float(roc_auc_score(labels, score)), 4),
+            "oracle_balanced_accuracy": round(_bacc(oracle, labels), 4),
+        }
+    return out
+
+
+def _bacc(decision: np.ndarray, labels: np.ndarray) -> float:
+    tpr = float((decision & (labels == 1)).sum() / max(1, (labels == 1).sum()))
+    tnr = float((~decision & (labels == 0)).sum() / max(1, (labels == 0).sum()))
+    return (tpr + tnr) / 2
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=Path("../shared/data"))
+    parser.add_argument("--model", type=Path, default=None)
+    parser.add_argument("--sets", nargs="*", default=list(HELD_OUT))
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    model = CheckerModel(args.model or shipped_dir(), threads=2)
+    results = []
+    started = time.monotonic()
+    for name in args.sets:
+        rows = HELD_OUT[name](args.data)
+        checker = np.array(checker_scores(rows, model.probabilities))
+        faith = np.array(cheap_scores(rows, "faithfulness"))
+        grounded = np.array(cheap_scores(rows, "groundedness"))
+        results.append(evaluate(name, rows, checker, faith, grounded))
+    seconds = time.monotonic() - started
+    if args.json:
+        print(json.dumps({"machine": machine(), "seconds": seconds, "sets": results}, indent=1))
+        return
+    print(f"# validate_checker: {machine()}; model {args.model or shipped_dir()}; {seconds:.0f} s")
+    head = ["set", "n", "checker", "faithfulness", "groundedness",
+            *(f"cascade {int(q * 100)} %" for q in SHARES)]  # fmt: skip
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for r in results:
+        cells = [str(r["set"]), str(r["n"])]
+        for system in ("checker", "faithfulness", "groundedness"):
+            f = r[system]
+            cells.append(f"{100 * f['balanced_accuracy']:.1f} / {f['roc_auc']:.3f}")  # type: ignore[index]
+        for q in SHARES:
+            c = r[f"cascade_{int(q * 100)}"]
+            cells.append(
+                f"{100 * c['balanced_accuracy']:.1f} / {c['roc_auc']:.3f} "  # type: ignore[index]
+                f"(oracle {100 * c['oracle_balanced_accuracy']:.1f})"
+            )  # type: ignore[index]
+        print("| " + " | ".join(cells) + " |")
+    print("\ncells: balanced accuracy % / ROC-AUC.")
+    print("Published (balanced accuracy, the benchmark's test splits):")
+    for name, line in PUBLISHED.items():
+        print(f"- {name}: {line}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,147 @@
+"""The claim checker (issue 43) for real, on a tiny checker trained here: ``train`` on a few
+pairs from a 1-layer BERT with MiniLM's tokenizer, the int8 ONNX export, the backend's claims
+contract with chunk offsets and its pair cache, the digest check at start, and a real worker
+whose judge tier runs it against the embedded broker (plumbing, not quality: quality is
+measured by bench/validate_checker.py on the trained, shipped checker)."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.judge_tier.test_cross_encoder import tiny_cross_encoder
+from tests.support.neural import requires_neural
+from tests.support.reliability import OutputCollector
+from verdictflow.evaluators.faithfulness_llm import parse_response
+from verdictflow.judge_tier.backends import BackendError
+from verdictflow.models.events import AnswerEvent
+from verdictflow.scoring_jobs.training.checker_data import Pair
+from verdictflow.streams.replay import replay
+
+pytestmark = requires_neural
+
+CONTEXT = "Acme Corp acquired Globex in 2019. The Nile is the longest river in Africa."
+
+
+@pytest.fixture(scope="module")
+def tiny_checker(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from verdictflow.scoring_jobs.training import checker_training as ct
+
+    root = tmp_path_factory.mktemp("checker")
+    base = tiny_cross_encoder(root / "base", 1)
+    pairs = [
+        Pair("t", "t", CONTEXT, "Acme bought Globex.", 1.0),
+        Pair("t", "t", CONTEXT, "Globex bought Acme.", 0.0),
+        Pair("t", "t", CONTEXT, "The Nile is in Africa.", 1.0),
+        Pair("t", "t", CONTEXT, "The Nile is in Asia.", 0.0),
+    ] * 2
+    options = ct.TrainOptions(batch_size=4, checkpoint_every=1)
+    report = ct.train(pairs, base, root / "out", options)
+    assert report.steps == 2
+    assert (root / "out" / "checkpoint" / "state.pt").is_file()
+    again = ct.train(pairs, base, root / "out", options)  # resumes: nothing left to do
+    assert again.steps == 2
+    ct.export_onnx(root / "out" / "hf", root / "export")
+    return root / "export"
+
+
+def test_the_backend_answers_in_the_claims_contract_with_chunks_and_a_cache(
+    tiny_checker: Path,
+) -> None:
+    from verdictflow.judge_tier.checker_backend import CheckerBackend, CheckerModel
+
+    backend = CheckerBackend(str(tiny_checker))
+    assert backend.model.startswith("export@")
+    event = AnswerEvent(id="a", answer="Acme bought Globex. The Nile is long.", contexts=[CONTEXT])
+    reply = asyncio.run(backend.ask(event, 256))
+    claims = orjson.loads(reply.content)["claims"]
+    assert [c.claim for c in parse_response(reply.content).claims] == [
+        "Acme bought Globex.", "The Nile is long.",
+    ]  # fmt: skip
+    for claim in claims:
+        assert 0.0 <= claim["probability"] <= 1.0
+        assert claim["supported"] == (claim["probability"] >= 0.5)
+        span = claim["chunk"]
+        assert CONTEXT[span["start"] : span["end"]] == claim["evidence"]
+    model = backend._model
+    asked = model.misses
+    asyncio.run(backend.ask(event, 256))
+    assert model.misses == asked  # the same pairs again: from the cache
+    assert model.hits >= asked
+    with pytest.raises(BackendError, match="do not match its card"):
+        CheckerModel(tiny_checker, expected_digest="0" * 64)
+
+
+def test_the_shipped_checker_is_checked_at_start(tmp_path: Path, monkeypatch) -> None:
+    from verdictflow.judge_tier import checker_backend
+
+    shipped = checker_backend.shipped_dir()
+    if not (shipped / "model.onnx").is_file():
+        pytest.skip("no checker shipped in this checkout")
+    backend = checker_backend.CheckerBackend()
+    assert backend.model.startswith("checker@")
+    copy = tmp_path / "checker"
+    shutil.copytree(shipped, copy)
+    with (copy / "tokenizer.json").open("a") as f:
+        f.write(" ")  # one byte more: not the checker the card describes
+    monkeypatch.setattr(checker_backend, "shipped_dir", lambda: copy)
+    with pytest.raises(BackendError, match="do not match its card"):
+        checker_backend.CheckerBackend()
+
+
+@pytest.mark.broker
+@pytest.mark.timeout(300)
+def test_a_judge_worker_reviews_with_the_checker(
+    tiny_checker: Path, settings_factory, worker_factory, tmp_path: Path
+) -> None:
+    settings = settings_factory()
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("judge_tier:\n  escalate:\n    faithfulness: {band: [0.0, 1.0]}\n")
+    env = {"VERDICTFLOW_JUDGE_MODEL_DIR": str(tiny_checker)}
+    answers = [
+        {"id": "c1", "query": "Who bought whom?", "answer": "Acme Corp acquired Globex in 2019.",
+         "contexts": [CONTEXT]},
+        {"id": "c2", "query": "Where is the Nile?", "answer": "The Nile is the longest river.",
+         "contexts": [CONTEXT]},
+    ]  # fmt: skip
+    with OutputCollector(settings) as out:
+        worker = worker_factory(settings, policy, env=env)
+        asyncio.run(replay([orjson.dumps(a) for a in answers], "answers", settings))
+
+        def judged() -> bool:
+            return (
+                sum(orjson.loads(v[0])["kind"] == "faithfulness_llm" for v in out.verdicts.values())
+                == 2
+            )
+
+        alive = lambda: worker.proc.poll() is None  # noqa: E731
+        assert out.wait_until(judged, timeout=240, alive=alive), worker.log()[-3000:]
+    verdicts = [orjson.loads(v[0]) for v in out.verdicts.values()]
+    stream = {v["verdict_id"]: v for v in verdicts if v["kind"] == "faithfulness_llm"}
+    # the same answers offline (eval answers --judge local): the same bytes
+    from verdictflow.evaluators.policy import load_policy
+    from verdictflow.judge_tier.factory import make_client
+    from verdictflow.models.codec import encode
+    from verdictflow.scoring_jobs.batch.eval_answers import evaluate_answers
+    from verdictflow.scoring_jobs.batch.eval_judge import judge_verdicts
+    from verdictflow.scoring_setup import load_scoring
+    from verdictflow.settings import JudgeSettings
+
+    loaded = load_policy(policy)
+    lines = [orjson.dumps(a) for a in answers]
+    cheap = [o.verdict for o in evaluate_answers(lines, load_scoring(loaded)) if o.verdict]
+    client = make_client(JudgeSettings(model_dir=str(tiny_checker)), loaded.judge_tier)
+    offline = judge_verdicts(lines, cheap, loaded, client)
+    assert {v.verdict_id: encode(v) for v in offline} == {
+        vid: next(iter(out.verdicts[vid])) for vid in stream
+    }
+    for v in stream.values():
+        judge = v["evidence"]["judge"]
+        assert judge["backend"] == "checker"
+        assert judge["model"].startswith(f"{tiny_checker.name}@")
+        assert judge["prompt_version"] == "checker-chunks/1"
+        assert "probability" in v["evidence"]["response"]

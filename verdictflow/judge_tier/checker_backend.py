@@ -1,0 +1,197 @@
+"""The claim checker trained here, as the judge tier's local backend (issue 43).
+
+An int8 ONNX cross-encoder (``verdictflow train-checker``; the one shipped in
+``verdictflow/data/checker/`` unless ``VERDICTFLOW_JUDGE_MODEL_DIR`` names another export)
+run by ONNX Runtime on the CPU, with its ``tokenizer.json`` read by Hugging Face's
+``tokenizers``. For each answer: its sentences are its claims; the contexts are cut into
+chunks and each claim sent to its best chunks (:mod:`~verdictflow.evaluators.checker_chunks`);
+pairs of the whole answer go through the model in batches; a claim's probability is its best
+chunk's, and it is supported from :data:`SUPPORTED_AT`. The reply is the claims contract an LLM
+gives (the quote is the best chunk, verbatim, so the verdict finds it in the contexts), plus
+each claim's probability and chunk offsets.
+
+Probabilities are cached by (chunk, claim) digests (LRU, :data:`CACHE_PAIRS`): a context that
+recurs across answers, as in RAG, is paid once per claim. The model's identity is the SHA-256
+of its files; the shipped model's is checked at start against its card, so a damaged or
+swapped file stops the worker instead of judging silently with other weights.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+from collections import OrderedDict
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from verdictflow.evaluators import text_normalise
+from verdictflow.evaluators.checker_chunks import (
+    TOP_CHUNKS,
+    chunk_contexts,
+    claim_sentences,
+    cut_claim,
+    top_chunks,
+)
+from verdictflow.judge_tier.backends import BackendError, Messages, Reply
+from verdictflow.models.events import AnswerEvent
+
+#: P(supported) from which a claim counts as supported.
+SUPPORTED_AT = 0.5
+MAX_LENGTH = 256
+BATCH = 16
+CACHE_PAIRS = 100_000
+#: The files whose bytes are the model's identity.
+MODEL_FILES = ("model.onnx", "tokenizer.json")
+
+
+def shipped_dir() -> Path:
+    return Path(str(resources.files("verdictflow") / "data" / "checker"))
+
+
+def model_digest(directory: Path) -> str:
+    digest = hashlib.sha256()
+    for name in MODEL_FILES:
+        path = directory / name
+        if not path.is_file():
+            raise BackendError(f"{directory}: not a checker export (no {name})")
+        digest.update(name.encode())
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+class CheckerModel:
+    """The ONNX session and tokenizer, batched, with the pair cache (thread-confined: one
+    caller at a time)."""
+
+    def __init__(self, directory: Path, threads: int = 1, *, expected_digest: str | None = None):
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        self.digest = model_digest(directory)
+        if expected_digest is not None and self.digest != expected_digest:
+            raise BackendError(
+                f"{directory}: the checker's files do not match its card (digest "
+                f"{self.digest[:16]}, card says {expected_digest[:16]}); reinstall the package "
+                "or point VERDICTFLOW_JUDGE_MODEL_DIR at a checker you trust"
+            )
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        self.session = ort.InferenceSession(
+            str(directory / "model.onnx"), options, providers=["CPUExecutionProvider"]
+        )
+        self.inputs = {i.name for i in self.session.get_inputs()}
+        self.tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
+        self.tokenizer.enable_truncation(MAX_LENGTH, strategy="only_first")
+        self.tokenizer.enable_padding()
+        self.cache: OrderedDict[bytes, float] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def probabilities(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        """P(the chunk supports the claim) for each (chunk, claim), cached by their digests."""
+        keys = [_pair_key(c, q) for c, q in pairs]
+        missing = sorted({i for i, k in enumerate(keys) if k not in self.cache},
+                         key=lambda i: len(pairs[i][0]))  # fmt: skip
+        self.hits += len(pairs) - len(missing)
+        self.misses += len(missing)
+        seen: dict[bytes, float] = {}
+        for start in range(0, len(missing), BATCH):
+            part = [i for i in missing[start : start + BATCH] if keys[i] not in seen]
+            if not part:
+                continue
+            for i, p in zip(part, self.run([pairs[i] for i in part]), strict=True):
+                seen[keys[i]] = p
+        for key, p in seen.items():
+            self.cache[key] = p
+        while len(self.cache) > CACHE_PAIRS:
+            self.cache.popitem(last=False)
+        out = []
+        for key in keys:
+            p = self.cache[key]
+            self.cache.move_to_end(key)
+            out.append(p)
+        return out
+
+    def run(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        """One batch through the session (no cache): what the benchmark compares against."""
+        import numpy as np
+
+        encoded = self.tokenizer.encode_batch([(c, q) for c, q in pairs])
+        feeds = {
+            "input_ids": np.array([e.ids for e in encoded], dtype=np.int64),
+            "attention_mask": np.array([e.attention_mask for e in encoded], dtype=np.int64),
+            "token_type_ids": np.array([e.type_ids for e in encoded], dtype=np.int64),
+        }
+        logits = self.session.run(["logits"], {k: v for k, v in feeds.items() if k in self.inputs})
+        return [1.0 / (1.0 + math.exp(-float(x))) for x in logits[0][:, 0]]
+
+
+def _pair_key(chunk: str, claim: str) -> bytes:
+    return hashlib.blake2b(f"{chunk}\x1f{claim}".encode(), digest_size=16).digest()
+
+
+def judge_answer(model: CheckerModel, event: AnswerEvent) -> dict[str, Any]:
+    """The claims reply for one answer (see the module doc)."""
+    contexts = [c.text for c in event.context_passages]
+    chunks = chunk_contexts(contexts)
+    claims = [cut_claim(c) for c in claim_sentences(text_normalise.clean(event.answer))]
+    asked: list[tuple[int, int]] = []
+    for n, claim in enumerate(claims):
+        asked += [(n, i) for i in (top_chunks(claim, chunks, TOP_CHUNKS) if chunks else [])]
+    probabilities = model.probabilities([(chunks[i].text, claims[n]) for n, i in asked])
+    best: dict[int, tuple[float, int]] = {}
+    for (n, i), p in zip(asked, probabilities, strict=True):
+        if n not in best or p > best[n][0]:
+            best[n] = (p, i)
+    out = []
+    for n, claim in enumerate(claims):
+        p, i = best.get(n, (0.0, -1))
+        chunk = chunks[i] if i >= 0 else None
+        out.append(
+            {
+                "claim": claim,
+                "supported": p >= SUPPORTED_AT,
+                "evidence": chunk.text if chunk is not None else "",
+                "probability": round(p, 6),
+                "chunk": None if chunk is None
+                else {"context": chunk.context, "start": chunk.start, "end": chunk.end},
+            }
+        )  # fmt: skip
+    return {"claims": out}
+
+
+class CheckerBackend:
+    """The judge tier's backend over :class:`CheckerModel` (see the module doc)."""
+
+    name = "checker"
+    prompt_version = "checker-chunks/1"
+    runs_rubric = False
+
+    def __init__(self, model_dir: str | None = None, threads: int = 1) -> None:
+        directory = Path(model_dir) if model_dir else shipped_dir()
+        expected = None
+        if model_dir is None:
+            card = directory / "model_card.json"
+            if not card.is_file():
+                raise BackendError(f"{directory}: the shipped checker has no model card")
+            expected = json.loads(card.read_text(encoding="utf-8")).get("model_digest")
+        self._model = CheckerModel(directory, threads, expected_digest=expected)
+        self.model = f"{directory.name}@{self._model.digest[:16]}"
+        self._lock = asyncio.Lock()
+
+    async def ask(
+        self, event: AnswerEvent, max_tokens: int, messages: Messages | None = None
+    ) -> Reply:
+        async with self._lock:  # one session run at a time: the cache is not shared
+            reply = await asyncio.to_thread(judge_answer, self._model, event)
+        return Reply(orjson.dumps(reply).decode())
+
+    async def close(self) -> None:
+        return None
