@@ -104,16 +104,32 @@ def main() -> None:
     parser.add_argument("--model", type=Path, default=None)
     parser.add_argument("--sets", nargs="*", default=list(HELD_OUT))
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--cheap-cache", type=Path, default=None,
+        help="JSON file keeping the cheap scores per set (they do not depend on the checker)",
+    )  # fmt: skip
+    parser.add_argument("--cheap-only", action="store_true", help="fill the cache and stop")
     args = parser.parse_args()
-    model = CheckerModel(args.model or shipped_dir(), threads=2)
+    cache: dict[str, dict[str, list[float]]] = {}
+    if args.cheap_cache is not None and args.cheap_cache.is_file():
+        cache = json.loads(args.cheap_cache.read_text())
     results = []
     started = time.monotonic()
+    model = None if args.cheap_only else CheckerModel(args.model or shipped_dir(), threads=2)
     for name in args.sets:
         rows = HELD_OUT[name](args.data)
+        if name not in cache:
+            cache[name] = {k: cheap_scores(rows, k) for k in ("faithfulness", "groundedness")}
+            if args.cheap_cache is not None:
+                args.cheap_cache.write_text(json.dumps(cache))
+        if model is None:
+            continue
         checker = np.array(checker_scores(rows, model.probabilities))
-        faith = np.array(cheap_scores(rows, "faithfulness"))
-        grounded = np.array(cheap_scores(rows, "groundedness"))
+        faith = np.array(cache[name]["faithfulness"])
+        grounded = np.array(cache[name]["groundedness"])
         results.append(evaluate(name, rows, checker, faith, grounded))
+    if model is None:
+        return
     seconds = time.monotonic() - started
     if args.json:
         print(json.dumps({"machine": machine(), "seconds": seconds, "sets": results}, indent=1))

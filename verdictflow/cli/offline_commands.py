@@ -330,7 +330,8 @@ def train_checker(
     sets: Annotated[
         str | None, typer.Option(help="Comma-separated training sets (default: all but held-out)")
     ] = None,
-    epochs: Annotated[int, typer.Option(min=1, max=20)] = 1,
+    epochs: Annotated[int, typer.Option(min=1, max=20)] = 3,
+    learning_rate: Annotated[float, typer.Option(min=1e-7, max=1e-2)] = 6e-5,
     batch_size: Annotated[int, typer.Option(min=1, max=256)] = 16,
     max_length: Annotated[int, typer.Option(min=32, max=512)] = 256,
     limit: Annotated[

@@ -42,7 +42,9 @@ from verdictflow.scoring_jobs.training.labelled_sets import LabelledSet, require
 #: epoch fits a 2-core machine.
 CAPS: dict[str, int] = {
     "summedits": 1200,
-    "halueval": 1200,
+    # HaluEval QA is learnt from shortcuts (0.98 in-sample ROC-AUC after one epoch while the
+    # held-out sets stayed at chance): fewer of its pairs, more of the rest
+    "halueval": 600,
     "qags": 474,
     "summeval": 600,
     "perturbations": 1200,
