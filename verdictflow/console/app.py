@@ -39,7 +39,7 @@ import httpx
 import orjson
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
 from sse_starlette.sse import EventSourceResponse
 
@@ -53,7 +53,9 @@ from verdictflow.console.users import Users
 from verdictflow.evaluators.review_policy import ReviewPolicy
 from verdictflow.rerank_api.schemas import SearchRequest
 from verdictflow.settings import Settings
+from verdictflow.web.errors import error_response as _error
 from verdictflow.web.errors import install_error_handlers
+from verdictflow.web.errors import json_response as _json
 from verdictflow.web.security import ApiGuard
 
 logger = logging.getLogger(__name__)
@@ -87,14 +89,6 @@ class ConsoleOptions:
     users: Users | None = None
     #: What comes to the review queue and the agreement bound (``--policy``'s ``review``).
     review: ReviewPolicy = field(default_factory=ReviewPolicy)
-
-
-def _error(status: int, code: str, detail: str) -> JSONResponse:
-    return JSONResponse({"error": code, "detail": detail}, status_code=status)
-
-
-def _json(data: Any) -> Response:
-    return Response(orjson.dumps(data), media_type="application/json")
 
 
 WindowQuery = Annotated[

@@ -18,9 +18,8 @@ from collections.abc import Callable
 from importlib import resources
 from typing import Annotated, Literal
 
-import orjson
 from fastapi import FastAPI, Request
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.responses import HTMLResponse, Response
 from prometheus_client import CollectorRegistry, generate_latest
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -30,6 +29,8 @@ from verdictflow.console.review_writer import LabelNotWrittenError, ReviewWriter
 from verdictflow.console.users import User
 from verdictflow.models.events import MAX_ID_CHARS
 from verdictflow.models.labels import MAX_NOTE_CHARS
+from verdictflow.web.errors import error_response as _error
+from verdictflow.web.errors import json_response as _json
 
 STATIC = resources.files("verdictflow.console") / "static"
 
@@ -45,14 +46,6 @@ class LabelRequest(BaseModel):
     expected: Literal["pass", "fail"] | None = None
     judgement: Literal["right", "wrong"] | None = None
     note: Annotated[str, Field(max_length=MAX_NOTE_CHARS)] = ""
-
-
-def _error(status: int, code: str, detail: str) -> JSONResponse:
-    return JSONResponse({"error": code, "detail": detail}, status_code=status)
-
-
-def _json(data: object) -> Response:
-    return Response(orjson.dumps(data), media_type="application/json")
 
 
 def _user(request: Request) -> User | None:

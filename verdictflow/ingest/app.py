@@ -58,7 +58,8 @@ from verdictflow.streams.admin import ensure_topics
 from verdictflow.streams.gc_tuning import tune_for_throughput
 from verdictflow.streams.replay import make_producer
 from verdictflow.streams.topics import ANSWERS, SPANS
-from verdictflow.web.errors import install_error_handlers
+from verdictflow.web.errors import error_response as _error
+from verdictflow.web.errors import install_error_handlers, json_response
 from verdictflow.web.security import ApiGuard
 
 logger = logging.getLogger(__name__)
@@ -140,10 +141,6 @@ class IngestMetrics:
             "vf_ingest_requests", "Requests by endpoint and status", ["endpoint", "status"],
             registry=r,
         )  # fmt: skip
-
-
-def _error(status: int, code: str, detail: str) -> JSONResponse:
-    return JSONResponse({"error": code, "detail": detail}, status_code=status)
 
 
 def _body(raw: bytes, encoding: str | None, limit: int) -> bytes:
@@ -434,7 +431,7 @@ def create_ingest_app(
             # the stream's bytes, embedded as they are: byte-identical to the topic's records
             "verdicts": [orjson.Fragment(encode(v)) for v in result.verdicts],
         }  # fmt: skip
-        return Response(orjson.dumps(reply), media_type="application/json")
+        return json_response(reply)
 
     background: set[asyncio.Task[tuple[bool, str | None]]] = set()
 

@@ -55,7 +55,7 @@ from verdictflow.rerank_api.schemas import (
 )
 from verdictflow.rerank_api.settings import ApiSettings
 from verdictflow.settings import Settings
-from verdictflow.web.errors import install_error_handlers
+from verdictflow.web.errors import error_response, install_error_handlers, json_response
 
 logger = logging.getLogger(__name__)
 
@@ -288,7 +288,7 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(NotReadyError)
     async def not_ready(request: Request, exc: NotReadyError) -> JSONResponse:
-        return JSONResponse({"error": "not_ready", "detail": str(exc)}, status_code=503)
+        return error_response(503, "not_ready", str(exc))
 
     @app.exception_handler(OverloadedError)
     async def overloaded(request: Request, exc: OverloadedError) -> JSONResponse:
@@ -406,7 +406,7 @@ def _install_routes(app: FastAPI, api: ApiSettings) -> None:
         # documents it in OpenAPI): re-validating our own output would double the app's cost.
         payload = {"lane": body.lane, "mode": mode.upper(), "items": items}
         payload["trace_id"] = uuid.uuid4().hex
-        return Response(orjson.dumps(payload), media_type="application/json")
+        return json_response(payload)
 
     # FastAPI validates the body with, and documents, the annotated model: this app's own, whose
     # Field constraints are the limits of its settings.
