@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter, OrderedDict, deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -176,12 +176,14 @@ class ReviewQueue:
         self.labels[label.key] = label
         while len(self.labels) > self.limits.labels:
             self.labels.pop(next(iter(self.labels)))
-        self._check_agreement(label)
+        if self.restored:  # while the stored labels are read, once at the end (restore_done)
+            self._check_agreement([label])
 
     # ---- the queue -------------------------------------------------------------------------
 
     def restore_done(self) -> None:
-        """The stored queue and labels are read: queue what was sampled meanwhile."""
+        """The stored queue and labels are read: queue what was sampled meanwhile, and check
+        the agreement of the stored labels' windows."""
         if self.restored:
             return
         self.restored = True
@@ -191,6 +193,7 @@ class ReviewQueue:
                 self._grow(input_id, reasons)
             elif input_id in self._events:
                 self._queue(input_id, reasons)
+        self._check_agreement(list(self.labels.values()))
 
     def _queue(self, input_id: str, reasons: set[str]) -> None:
         if not self.restored:
@@ -240,18 +243,14 @@ class ReviewQueue:
             ]
         return self._order
 
-    def labels_of(self, input_id: str, reviewer: str | None = None) -> dict[str, ReviewLabel]:
-        """Labels on ``input_id``'s verdicts by kind (``reviewer``'s own, or every one keyed
-        kind + reviewer)."""
+    def labels_of(self, input_id: str, reviewer: str) -> dict[str, ReviewLabel]:
+        """``reviewer``'s labels on ``input_id``'s verdicts, by kind."""
         out: dict[str, ReviewLabel] = {}
         entry = self.entries.get(input_id)
-        if entry is None:
-            return out
-        for v in entry.verdicts:
-            if reviewer is not None:
-                found = self.labels.get(label_key(input_id, v.kind, reviewer))
-                if found is not None:
-                    out[v.kind] = found
+        for v in entry.verdicts if entry is not None else ():
+            found = self.labels.get(label_key(input_id, v.kind, reviewer))
+            if found is not None:
+                out[v.kind] = found
         return out
 
     def done(self, input_id: str, reviewer: str) -> bool:
@@ -387,15 +386,18 @@ class ReviewQueue:
             ],
         }
 
-    def _check_agreement(self, label: ReviewLabel) -> None:
+    def _check_agreement(self, changed: Sequence[ReviewLabel]) -> None:
+        """Raise each new drop in the windows (kind, tier, window of label time) of ``changed``:
+        one label as it is given, or every stored label once they are all read (checking each
+        as it was read would scan every label per label, and judge windows half read)."""
         bound = self.policy.agreement
-        index = int(label.labelled_at // bound.window_seconds)
+
+        def window(lab: ReviewLabel) -> tuple[str, str | None, int]:
+            return lab.kind, lab.tier, int(lab.labelled_at // bound.window_seconds)
+
+        windows = {window(lab) for lab in changed}
         same = [
-            lab.model_dump(mode="json")
-            for lab in self.labels.values()
-            if lab.kind == label.kind
-            and lab.tier == label.tier
-            and int(lab.labelled_at // bound.window_seconds) == index
+            lab.model_dump(mode="json") for lab in self.labels.values() if window(lab) in windows
         ]
         for drop in agreement_drops(same, bound):
             if drop.alert_id in self._raised:
