@@ -12,9 +12,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import deque
+from collections.abc import Callable
+from typing import TypeVar
 
 import orjson
 from aiokafka import AIOKafkaProducer
+from pydantic import BaseModel
 
 from verdictflow.console.review_queue import ReviewQueue
 from verdictflow.models.labels import ReviewLabel
@@ -25,6 +29,7 @@ from verdictflow.streams.topics import ALERTS, LABELS, REVIEW_QUEUE
 
 logger = logging.getLogger(__name__)
 
+M = TypeVar("M", bound=BaseModel)
 FLUSH_SECONDS = 0.5
 RETRY_SECONDS = 2.0
 
@@ -68,23 +73,25 @@ class ReviewWriter:
         await self._drop_producer()
 
     async def _flush(self, producer: AIOKafkaProducer) -> None:
-        outbox, alerts = self.queue.outbox, self.queue.alerts_out
-        while outbox:
-            entry = outbox[0]
+        await self._send_out(producer, self.queue.outbox, REVIEW_QUEUE, lambda e: e.input_id)
+        await self._send_out(producer, self.queue.alerts_out, ALERTS, lambda a: a.alert_id)
+
+    async def _send_out(
+        self,
+        producer: AIOKafkaProducer,
+        pending: deque[M],
+        topic: str,
+        key: Callable[[M], str],
+    ) -> None:
+        """Send ``pending``'s records in order, each dropped from it only once acknowledged."""
+        while pending:
+            record = pending[0]
             await producer.send_and_wait(
-                self._topic(REVIEW_QUEUE),
-                orjson.dumps(entry.model_dump(mode="json")),
-                key=entry.input_id.encode(),
+                self._topic(topic),
+                orjson.dumps(record.model_dump(mode="json")),
+                key=key(record).encode(),
             )
-            outbox.popleft()
-        while alerts:
-            alert = alerts[0]
-            await producer.send_and_wait(
-                self._topic(ALERTS),
-                orjson.dumps(alert.model_dump(mode="json")),
-                key=alert.alert_id.encode(),
-            )
-            alerts.popleft()
+            pending.popleft()
 
     async def label(self, label: ReviewLabel) -> None:
         """Write ``label`` and wait for the broker's ack; then the queue knows it too."""
