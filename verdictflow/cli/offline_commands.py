@@ -344,6 +344,7 @@ def train_checker(
     sets and synthetic pairs; write it as int8 ONNX with its tokenizer and model card. Resumes
     from <out>/checkpoint when one is there."""
     import os
+    from dataclasses import asdict
 
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -393,7 +394,7 @@ def train_checker(
         {
             "base": Path(start).name, "pairs": len(pairs), "sources": sources, "sets": list(names),
             "files": files, "steps": report.steps, "seconds": round(report.seconds, 1),
-            "options": ct.options_dict(options), "validation": report.validation,
+            "options": asdict(options), "validation": report.validation,
             "cpu": f"{os.cpu_count()} cores",
         },
     )  # fmt: skip

@@ -24,10 +24,9 @@ import logging
 import math
 import platform
 import random
-import shutil
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -188,9 +187,7 @@ def export_onnx(hf: Path, out: Path) -> Path:
     quantize_dynamic(str(fp32), str(target), weight_type=QuantType.QInt8)
     fp32.unlink()
     tokenizer.save_pretrained(str(out))
-    for extra in ("special_tokens_map.json", "vocab.txt"):
-        if (out / extra).exists() and extra == "vocab.txt":
-            (out / extra).unlink()  # tokenizer.json holds the vocabulary already
+    (out / "vocab.txt").unlink(missing_ok=True)  # tokenizer.json holds the vocabulary already
     return target
 
 
@@ -221,11 +218,3 @@ def write_card(out: Path, card: dict[str, Any]) -> None:
         "Files: " + ", ".join(sorted(card["files"])),
     ]
     (out / "MODEL_CARD.md").write_text("\n".join(lines) + "\n")
-
-
-def options_dict(options: TrainOptions) -> dict[str, Any]:
-    return asdict(options)
-
-
-def clear_checkpoint(out: Path) -> None:
-    shutil.rmtree(out / "checkpoint", ignore_errors=True)
