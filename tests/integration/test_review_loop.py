@@ -182,26 +182,21 @@ def test_a_reviewer_labels_by_keyboard_and_agreement_alerts_go_out_once(
         assert refused.status_code == 403
 
         # alice finds the groundedness verdicts of the next inputs wrong: agreement drops
+        def label_groundedness(index: int, answer: dict[str, str]) -> None:
+            view = httpx.get(f"{url}/api/review/entries/{index}", headers=as_alice).json()
+            v = next(x for x in view["verdicts"] if x["kind"] == "groundedness")
+            reply = httpx.post(
+                f"{url}/api/review/labels", headers=as_alice,
+                json={"input_id": view["input_id"], "verdict_id": v["verdict_id"], **answer},
+            )  # fmt: skip
+            assert reply.status_code == 200, reply.text
+
         total = queued()
         for index in range(1, min(total, 6)):
-            view = httpx.get(f"{url}/api/review/entries/{index}", headers=as_alice).json()
-            v = next(x for x in view["verdicts"] if x["kind"] == "groundedness")
-            reply = httpx.post(
-                f"{url}/api/review/labels", headers=as_alice,
-                json={"input_id": view["input_id"], "verdict_id": v["verdict_id"],
-                      "judgement": "wrong"},
-            )  # fmt: skip
-            assert reply.status_code == 200, reply.text
+            label_groundedness(index, {"judgement": "wrong"})
         # and two verdicts of the next inputs right: labels of both outcomes to calibrate on
         for index in range(6, min(total, 8)):
-            view = httpx.get(f"{url}/api/review/entries/{index}", headers=as_alice).json()
-            v = next(x for x in view["verdicts"] if x["kind"] == "groundedness")
-            reply = httpx.post(
-                f"{url}/api/review/labels", headers=as_alice,
-                json={"input_id": view["input_id"], "verdict_id": v["verdict_id"],
-                      "expected": "pass"},
-            )  # fmt: skip
-            assert reply.status_code == 200, reply.text
+            label_groundedness(index, {"expected": "pass"})
         alerts = wait_for(
             lambda: [a for a in topic(settings, ALERTS) if a.get("alert") == "agreement_drop"],
             30, "the agreement alert",
