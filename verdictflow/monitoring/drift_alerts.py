@@ -109,11 +109,6 @@ class DriftWatcher:
             out.append(fail_rate_alert(breach))
         return out
 
-    def feed(self, value: bytes) -> DriftAlert | None:
-        """The score-drift alert one verdict record raises, if any."""
-        decoded = self._decode(value)
-        return None if decoded is None else self._drift(*decoded)
-
     def _decode(self, value: bytes) -> tuple[str, Verdict] | None:
         try:
             raw = orjson.loads(value)
