@@ -91,3 +91,41 @@ def test_tenants_with_enough_labels_of_both_outcomes(
         and sum(r.tenant == t for r in rows) >= 2
     )  # fmt: skip
     assert tenants_with(rows, "groundedness", len(rows) + 1) == []
+
+
+def test_calibrate_on_labels_moves_the_threshold_they_imply(
+    tmp_path: Path, sample_lines: list[bytes], sample_verdicts: list[bytes]
+) -> None:
+    """Reviewers who pass only the best-grounded answers: ``calibrate --labels`` raises the
+    groundedness threshold above the default 0.8 and records the fit in the policy."""
+    from typer.testing import CliRunner
+
+    from verdictflow.cli.app import app
+    from verdictflow.evaluators.policy import load_policy
+
+    queue = fed(sample_lines, sample_verdicts, EVERY_ANSWER).review
+    picks = [(e, v) for e in queue.entries.values() for v in e.verdicts if v.kind == "groundedness"]
+    best = max(v.score for _, v in picks if v.score is not None)
+    assert sum(v.score == best for _, v in picks) >= 1
+    assert any(v.score is not None and 0.8 <= v.score < best for _, v in picks)
+    labels = [
+        queue.make_label(reviewer="alice", role="reviewer", input_id=e.input_id,
+                         verdict_id=v.verdict_id, expected="pass" if v.score == best else "fail")
+        for e, v in picks
+    ]  # fmt: skip
+    rows, _ = labelled_items(
+        [e.model_dump(mode="json") for e in queue.entries.values()],
+        [x.model_dump(mode="json") for x in labels],
+    )
+    exported, fitted = tmp_path / "labels.jsonl", tmp_path / "fitted.yaml"
+    exported.write_bytes(dump_items(rows))
+    result = CliRunner().invoke(
+        app, ["calibrate", "--labels", str(exported), "--kind", "groundedness",
+              "--out", str(fitted)],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    before, after = load_policy(None), load_policy(fitted)
+    assert before.groundedness.threshold == 0.8
+    assert after.groundedness.threshold > max(v.score for _, v in picks if v.score < best)
+    assert after.digest() != before.digest()
+    assert after.calibration["groundedness"].golden_rows == len(rows)

@@ -276,6 +276,8 @@ def test_a_reviewer_labels_by_keyboard_and_agreement_alerts_go_out_once(
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     before, after = read_policy(None), read_policy(fitted)
-    assert after.groundedness.threshold != before.groundedness.threshold
+    # where the threshold lands depends on which verdicts this run queued first (a fit that
+    # must move is tests/console/test_labels_dataset.py); here: the fit is recorded
     assert after.digest() != before.digest()
+    assert after.calibration["groundedness"].threshold == after.groundedness.threshold
     assert after.calibration["groundedness"].golden_rows >= 2
