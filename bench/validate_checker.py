@@ -32,7 +32,12 @@ from verdictflow.evaluators.policy import Policy
 from verdictflow.judge_tier.checker_backend import CheckerModel, shipped_dir
 from verdictflow.models.events import AnswerEvent
 from verdictflow.scoring_jobs.calibration.kinds import batch_scorer
-from verdictflow.scoring_jobs.training.checker_sets import HELD_OUT, Row, checker_scores
+from verdictflow.scoring_jobs.training.checker_sets import (
+    HELD_OUT,
+    Row,
+    checker_scores,
+    shared_threshold,
+)
 
 SHARES = (0.1, 0.2, 0.5, 1.0)
 PUBLISHED = {
@@ -109,11 +114,16 @@ def main() -> None:
         help="JSON file keeping the cheap scores per set (they do not depend on the checker)",
     )  # fmt: skip
     parser.add_argument("--cheap-only", action="store_true", help="fill the cache and stop")
+    parser.add_argument(
+        "--scores-out", type=Path, default=None,
+        help="JSON file for every row's checker score and label, per set",
+    )  # fmt: skip
     args = parser.parse_args()
     cache: dict[str, dict[str, list[float]]] = {}
     if args.cheap_cache is not None and args.cheap_cache.is_file():
         cache = json.loads(args.cheap_cache.read_text())
     results = []
+    scored: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     started = time.monotonic()
     model = None if args.cheap_only else CheckerModel(args.model or shipped_dir(), threads=2)
     for name in args.sets:
@@ -128,11 +138,19 @@ def main() -> None:
         faith = np.array(cache[name]["faithfulness"])
         grounded = np.array(cache[name]["groundedness"])
         results.append(evaluate(name, rows, checker, faith, grounded))
+        scored[name] = (checker, np.array([r.label for r in rows]))
     if model is None:
         return
+    at, shared = shared_threshold({n: (c.tolist(), y.tolist()) for n, (c, y) in scored.items()})
+    if args.scores_out is not None:
+        args.scores_out.write_text(json.dumps(
+            {n: {"checker": c.tolist(), "labels": y.tolist()} for n, (c, y) in scored.items()}
+        ))  # fmt: skip
     seconds = time.monotonic() - started
     if args.json:
-        print(json.dumps({"machine": machine(), "seconds": seconds, "sets": results}, indent=1))
+        print(json.dumps({"machine": machine(), "seconds": seconds, "sets": results,
+                          "shared_threshold": at, "at_shared_threshold": shared},
+                         indent=1))  # fmt: skip
         return
     print(f"# validate_checker: {machine()}; model {args.model or shipped_dir()}; {seconds:.0f} s")
     head = ["set", "n", "checker", "faithfulness", "groundedness",
@@ -152,6 +170,8 @@ def main() -> None:
             )  # type: ignore[index]
         print("| " + " | ".join(cells) + " |")
     print("\ncells: balanced accuracy % / ROC-AUC.")
+    print(f"The checker at one threshold for every set ({at:.3f}, the best mean): "
+          + ", ".join(f"{n} {100 * b:.1f}" for n, b in shared.items()))  # fmt: skip
     print("Published (balanced accuracy, the benchmark's test splits):")
     for name, line in PUBLISHED.items():
         print(f"- {name}: {line}")

@@ -18,7 +18,7 @@ from tests.support.reliability import OutputCollector
 from verdictflow.evaluators.faithfulness_llm import parse_response
 from verdictflow.judge_tier.backends import BackendError
 from verdictflow.models.events import AnswerEvent
-from verdictflow.scoring_jobs.training.checker_data import Pair
+from verdictflow.scoring_jobs.training.checker_pairs import Pair
 from verdictflow.streams.replay import replay
 
 pytestmark = requires_neural
@@ -46,6 +46,59 @@ def tiny_checker(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert again.steps == 2
     ct.export_onnx(root / "out" / "hf", root / "export")
     return root / "export"
+
+
+def test_the_shipped_checker_matches_its_card_and_reads_support() -> None:
+    """The checker in the package: its files are the ones its card names (checked at start),
+    it decides with the card's cut, and it tells a claim the text makes from one it does not
+    (a smoke check on the real weights; quality: bench/validate_checker.py)."""
+    from verdictflow.judge_tier.checker_backend import CheckerBackend, shipped_dir
+    from verdictflow.judge_tier.factory import make_backend
+    from verdictflow.settings import JudgeSettings
+
+    card = orjson.loads((shipped_dir() / "model_card.json").read_bytes())
+    backend = make_backend(JudgeSettings(url=None, model_dir=None))
+    assert isinstance(backend, CheckerBackend)  # no endpoint, no directory: the shipped one
+    assert backend._model.digest == card["model_digest"]
+    assert backend._model.supported_at == card["supported_at"] < 0.5
+    text = (
+        "The Eiffel Tower was completed in 1889 for the World's Fair in Paris. It was designed "
+        "by the engineering company of Gustave Eiffel and is 330 metres tall."
+    )
+    made, contradicted, unrelated = backend._model.probabilities([
+        (text, "The Eiffel Tower was finished in 1889."),
+        (text, "The Eiffel Tower was finished in 1925."),
+        (text, "The Louvre holds the Mona Lisa."),
+    ])  # fmt: skip
+    assert made > max(contradicted, unrelated), (made, contradicted, unrelated)
+
+
+def test_weights_trained_elsewhere_come_back_in_parts_and_fit_the_base(
+    tiny_checker: Path, tmp_path: Path
+) -> None:
+    """The GPU route (scripts/train_checker_device.py, then ``train-checker --weights``): the
+    vocabulary stayed frozen, the rest travels as fp16 parts and is put back on the base."""
+    import torch
+    from safetensors.torch import save
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from verdictflow.scoring_jobs.training import checker_training as ct
+
+    root = tiny_checker.parent
+    trained = AutoModelForSequenceClassification.from_pretrained(str(root / "out" / "hf")).eval()
+    base = AutoModelForSequenceClassification.from_pretrained(str(root / "base"))
+    assert torch.equal(trained.get_input_embeddings().weight, base.get_input_embeddings().weight)
+    parts = ct.write_parts(save(ct.trained_weights(root / "out" / "hf")), tmp_path / "w", 40_000)
+    assert len(parts) > 1
+    hf = ct.assemble(root / "base", tmp_path / "w", tmp_path / "assembled")
+    again = AutoModelForSequenceClassification.from_pretrained(str(hf)).eval()
+    tokenizer = AutoTokenizer.from_pretrained(str(hf))
+    encoded = tokenizer([CONTEXT], ["Acme bought Globex."], return_tensors="pt")
+    with torch.no_grad():
+        want, got = trained(**encoded).logits, again(**encoded).logits
+    assert torch.allclose(want, got, atol=2e-2), (want, got)
+    with pytest.raises(FileNotFoundError, match="part0"):
+        ct.read_weight_parts(tmp_path / "nothing")
 
 
 def test_the_backend_answers_in_the_claims_contract_with_chunks_and_a_cache(

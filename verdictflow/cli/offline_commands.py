@@ -332,10 +332,56 @@ def train_checker(
     ] = None,
     epochs: Annotated[int, typer.Option(min=1, max=20)] = 3,
     learning_rate: Annotated[float, typer.Option(min=1e-7, max=1e-2)] = 6e-5,
-    batch_size: Annotated[int, typer.Option(min=1, max=256)] = 16,
+    batch_size: Annotated[int, typer.Option(min=1, max=1024)] = 16,
     max_length: Annotated[int, typer.Option(min=32, max=512)] = 256,
     limit: Annotated[
         int | None, typer.Option(min=2, help="Use only the first N pairs (a quick trial)")
+    ] = None,
+    cap_scale: Annotated[
+        float,
+        typer.Option(min=0.0, help="Multiply every source's cap of pairs (0: no caps; a GPU)"),
+    ] = 1.0,
+    pairs_out: Annotated[
+        Path | None,
+        typer.Option(dir_okay=False, help="Write the pairs (JSON lines; .xz compresses) and stop"),
+    ] = None,
+    pairs_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--pairs",
+            exists=True,
+            dir_okay=False,
+            help="Train on the pairs of this file (from --pairs-out) instead",
+        ),
+    ] = None,
+    weights: Annotated[
+        Path | None,
+        typer.Option(
+            dir_okay=False,
+            help="Skip training: export the weights scripts/train_checker_device.py trained "
+            "(a .safetensors file or the prefix of its .partN files)",
+        ),
+    ] = None,
+    report: Annotated[
+        Path | None,
+        typer.Option(
+            exists=True,
+            dir_okay=False,
+            help="With --weights: the runs.json that run wrote, for the model card",
+        ),
+    ] = None,
+    device: Annotated[str, typer.Option(help="auto (a GPU when there is one), cpu or cuda")] = (
+        "auto"
+    ),
+    supported: Annotated[
+        float | None,
+        typer.Option(
+            "--supported-at",
+            min=0.0,
+            max=1.0,
+            help="P from which a claim is supported (default: the one threshold with "
+            "the best mean balanced accuracy over the held-out sets, else 0.5)",
+        ),
     ] = None,
     seed: int = 13,
     validate: Annotated[bool, typer.Option(help="Score the held-out sets after each epoch")] = True,
@@ -348,29 +394,72 @@ def train_checker(
 
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
+    from verdictflow.digests import file_digest
     from verdictflow.embedders import packaged_model_dir
     from verdictflow.scoring_jobs.training import checker_data, checker_sets
     from verdictflow.scoring_jobs.training import checker_training as ct
+    from verdictflow.scoring_jobs.training.checker_pairs import dump_pairs, read_pairs
 
     start = base or packaged_model_dir()
     if start is None:
         raise typer.BadParameter("no --base given and all-MiniLM-L6-v2 is not installed")
     names = tuple(n.strip() for n in sets.split(",")) if sets else checker_data.DEFAULT_SETS
-    pairs, files = checker_data.load_pairs(data, names, seed)
+    if pairs_file is not None:
+        pairs, files = read_pairs(pairs_file), {pairs_file.name: file_digest(pairs_file)}
+    elif weights is None:
+        pairs, files = checker_data.load_pairs(
+            data, names, seed, cap_scale=cap_scale or None, n_process=min(2, os.cpu_count() or 1)
+        )
+    else:
+        pairs, files = [], {}
     if limit is not None:
         pairs = pairs[:limit]
+    if pairs_out is not None:
+        err.print(f"{dump_pairs(pairs, pairs_out)} pairs -> {pairs_out}")
+        return
+    sources: dict[str, int] = {}
+    for p in pairs:
+        sources[p.source] = sources.get(p.source, 0) + 1
+    trained_on = {p.set_name for p in pairs}
+    held = [n for n in checker_sets.HELD_OUT if n not in trained_on]
+    card: dict[str, Any] = {
+        "base": Path(start).name if base else "all-MiniLM-L6-v2", "pairs": len(pairs),
+        "sources": sources, "sets": list(names), "files": files, "held_out": held,
+    }  # fmt: skip
+    if supported is not None:
+        card["supported_at"] = supported
+    if weights is not None:  # trained elsewhere (scripts/train_checker_device.py)
+        target = ct.export_onnx(ct.assemble(Path(start), weights, out), out)
+        runs: list[dict[str, Any]] = orjson.loads(report.read_bytes()) if report else []
+        run: dict[str, Any] = next(
+            (r for r in runs if any(w.startswith(weights.name) for w in r.get("weights", []))),
+            {},
+        )
+        ct.write_card(out, {
+            **card, "steps": run.get("steps", 0), "seconds": run.get("seconds", 0.0),
+            "options": run.get("options", {"epochs": 0, "batch_size": 0, "seed": seed}),
+            "validation": run.get("validation", []),
+            "trained_on": run.get("device", "a GPU machine (scripts/train_checker_device.py)"),
+        })  # fmt: skip
+        err.print(f"{target}: {target.stat().st_size / 1e6:.1f} MB; card {out / 'MODEL_CARD.md'}")
+        return
     options = ct.TrainOptions(
-        epochs=epochs, batch_size=batch_size, max_length=max_length, seed=seed
-    )
+        epochs=epochs, batch_size=batch_size, learning_rate=learning_rate,
+        max_length=max_length, seed=seed, device=device,
+    )  # fmt: skip
     err.print(f"{len(pairs)} pairs from {len(names)} sets; {start} -> {out}")
 
     def held_out(model: Any, tokenizer: Any) -> list[dict[str, Any]]:
-        figures = checker_sets.validate_all(data, checker_sets.torch_predict(model, tokenizer))
+        predict = checker_sets.torch_predict(model, tokenizer, max_length)
+        figures = checker_sets.validate_all(data, predict, held)
         for f in figures:
-            err.print(
-                f"  {f['set']}: ROC-AUC {f['roc_auc']:.3f}, balanced accuracy "
-                f"{f['balanced_accuracy']:.3f} at {f['threshold']:.2f} (n {f['n']})"
-            )
+            if "roc_auc" in f:
+                err.print(
+                    f"  {f['set']}: ROC-AUC {f['roc_auc']:.3f}, balanced accuracy "
+                    f"{f['balanced_accuracy']:.3f} at {f['threshold']:.2f} (n {f['n']})"
+                )
+            else:
+                err.print(f"  one threshold: {f['threshold']:.3f}, {f['balanced_accuracy']}")
         return figures
 
     with Progress(
@@ -382,20 +471,13 @@ def train_checker(
         def progress(step: int, total: int, loss: float) -> None:
             bar.update(task, completed=step, total=total, loss=loss)
 
-        report = ct.train(
-            pairs, Path(start), out, options, held_out if validate else None, progress
+        report_ = ct.train(
+            pairs, Path(start), out, options, held_out if validate and held else None, progress
         )
     target = ct.export_onnx(out / "hf", out)
-    sources: dict[str, int] = {}
-    for p in pairs:
-        sources[p.source] = sources.get(p.source, 0) + 1
-    ct.write_card(
-        out,
-        {
-            "base": Path(start).name, "pairs": len(pairs), "sources": sources, "sets": list(names),
-            "files": files, "steps": report.steps, "seconds": round(report.seconds, 1),
-            "options": asdict(options), "validation": report.validation,
-            "cpu": f"{os.cpu_count()} cores",
-        },
-    )  # fmt: skip
+    ct.write_card(out, {
+        **card, "steps": report_.steps, "seconds": round(report_.seconds, 1),
+        "options": asdict(options), "validation": report_.validation,
+        "trained_on": f"{os.cpu_count()} cores, {ct.resolve_device(device)}",
+    })  # fmt: skip
     err.print(f"{target}: {target.stat().st_size / 1e6:.1f} MB; card {out / 'MODEL_CARD.md'}")

@@ -6,9 +6,10 @@ run by ONNX Runtime on the CPU, with its ``tokenizer.json`` read by Hugging Face
 ``tokenizers``. For each answer: its sentences are its claims; the contexts are cut into
 chunks and each claim sent to its best chunks (:mod:`~verdictflow.evaluators.checker_chunks`);
 pairs of the whole answer go through the model in batches; a claim's probability is its best
-chunk's, and it is supported from :data:`SUPPORTED_AT`. The reply is the claims contract an LLM
-gives (the quote is the best chunk, verbatim, so the verdict finds it in the contexts), plus
-each claim's probability and chunk offsets.
+chunk's, and it is supported from the card's ``supported_at`` (the one threshold that did best
+over the held-out dev sets; :data:`SUPPORTED_AT` when an export has no card). The reply is the
+claims contract an LLM gives (the quote is the best chunk, verbatim, so the verdict finds it in
+the contexts), plus each claim's probability and chunk offsets and the cut used.
 
 Probabilities are cached by (chunk, claim) digests (LRU, :data:`CACHE_PAIRS`): a context that
 recurs across answers, as in RAG, is paid once per claim. The model's identity is the SHA-256
@@ -90,6 +91,9 @@ class CheckerModel:
         self.tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
         self.tokenizer.enable_truncation(MAX_LENGTH, strategy="only_first")
         self.tokenizer.enable_padding()
+        card = directory / "model_card.json"
+        found = json.loads(card.read_text("utf-8")).get("supported_at") if card.is_file() else None
+        self.supported_at = float(found) if found is not None else SUPPORTED_AT
         self.cache: OrderedDict[bytes, float] = OrderedDict()
         self.hits = 0
         self.misses = 0
@@ -157,14 +161,14 @@ def judge_answer(model: CheckerModel, event: AnswerEvent) -> dict[str, Any]:
         out.append(
             {
                 "claim": claim,
-                "supported": p >= SUPPORTED_AT,
+                "supported": p >= model.supported_at,
                 "evidence": chunk.text if chunk is not None else "",
                 "probability": round(p, 6),
                 "chunk": None if chunk is None
                 else {"context": chunk.context, "start": chunk.start, "end": chunk.end},
             }
         )  # fmt: skip
-    return {"claims": out}
+    return {"claims": out, "supported_at": model.supported_at}
 
 
 class CheckerBackend:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import dataclass
 from pathlib import Path
 
 from verdictflow.digests import file_digest
@@ -35,6 +34,7 @@ from verdictflow.evaluators.checker_chunks import (
     sentence_spans,
     top_chunks,
 )
+from verdictflow.scoring_jobs.training.checker_pairs import Pair
 from verdictflow.scoring_jobs.training.faithfulness_data import LOADERS
 from verdictflow.scoring_jobs.training.labelled_sets import LabelledSet, require
 
@@ -49,21 +49,19 @@ CAPS: dict[str, int] = {
     "summeval": 600,
     "perturbations": 1200,
     "missing": 800,
+    "documents": 4000,
+    "aggrefact": 2200,
+    "begin": 1300,
 }
 DEFAULT_SETS = (
     "summedits-news", "summedits-podcast", "summedits-samsum", "summedits-scitldr",
     "halueval-qa", "qags-cnndm", "qags-xsum", "summeval", "perturbations-relations",
-    "missing-sentences",
+    "missing-sentences", "document-claims",
 )  # fmt: skip
-
-
-@dataclass(frozen=True, slots=True)
-class Pair:
-    source: str
-    set_name: str
-    chunk: str
-    claim: str
-    target: float
+#: The held-out sets (:mod:`checker_sets`), which ``--sets`` may name to train on some of them
+#: and validate on the rest (leave one set out).
+HELD_OUT_SOURCES = {"wice": "aggrefact", "factcheckgpt": "aggrefact", "begin-wow": "begin",
+                    "begin-cmu": "begin", "begin-tc": "begin"}  # fmt: skip
 
 
 def pairs_of(labelled: LabelledSet) -> list[Pair]:
@@ -111,15 +109,50 @@ def missing_sentences(
     return out, {path.name: file_digest(path)}
 
 
+def held_out_pairs(data: Path, name: str) -> tuple[list[Pair], dict[str, str]]:
+    """A held-out set's rows as training pairs (each claim with its best chunk)."""
+    from verdictflow.scoring_jobs.training.checker_sets import HELD_OUT, held_out_file
+
+    out = []
+    for row in HELD_OUT[name](data):
+        chunks = chunk_context(row.doc)
+        if not chunks:
+            continue
+        claim = cut_claim(row.claim)
+        best = chunks[top_chunks(claim, chunks, 1)[0]]
+        out.append(Pair(HELD_OUT_SOURCES[name], name, best.text, claim, float(row.label)))
+    path = held_out_file(data, name)
+    return out, {path.name: file_digest(path)}
+
+
 def load_pairs(
-    data: Path, names: tuple[str, ...] = DEFAULT_SETS, seed: int = 13
-) -> tuple[list[Pair], dict[str, str]]:
-    """Every pair of the named sets, each source capped, in a seeded order; the files read."""
+    data: Path, names: tuple[str, ...] = DEFAULT_SETS, seed: int = 13,
+    cap_scale: float | None = 1.0, n_process: int = 1,
+) -> tuple[list[Pair], dict[str, str]]:  # fmt: skip
+    """Every pair of the named sets, each source capped (:data:`CAPS` times ``cap_scale``;
+    None: uncapped), in a seeded order; the files read."""
     by_source: dict[str, list[Pair]] = {}
     files: dict[str, str] = {}
+
+    def cap(source: str) -> int | None:
+        if cap_scale is None or source not in CAPS:
+            return None
+        return max(1, int(CAPS[source] * cap_scale))
+
     for name in names:
         if name == "missing-sentences":
-            pairs, read = missing_sentences(data, CAPS["missing"] // 2, seed)
+            wanted = cap("missing")
+            pairs, read = missing_sentences(data, wanted // 2 if wanted else 10**9, seed)
+        elif name == "document-claims":
+            from verdictflow.nlp import load_pipeline
+            from verdictflow.scoring_jobs.training.checker_synthetic import document_claims
+
+            wanted = cap("documents")
+            # about eight pairs a document: parse only what the cap keeps
+            limit = None if wanted is None else max(1, wanted // 6)
+            pairs, read = document_claims(data, load_pipeline(), limit, seed, n_process)
+        elif name in HELD_OUT_SOURCES:
+            pairs, read = held_out_pairs(data, name)
         else:
             labelled = LOADERS[name](data)
             pairs, read = pairs_of(labelled), labelled.files
@@ -131,6 +164,6 @@ def load_pairs(
     for source in sorted(by_source):
         pairs = by_source[source]
         rng.shuffle(pairs)
-        out += pairs[: CAPS.get(source, len(pairs))]
+        out += pairs[: cap(source)]
     rng.shuffle(out)
     return out, files

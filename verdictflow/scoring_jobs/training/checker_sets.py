@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from verdictflow.evaluators.checker_chunks import chunk_context, cut_claim, top_chunks
-from verdictflow.scoring_jobs.training.labelled_sets import require
+from verdictflow.scoring_jobs.training.data_files import require
 
 Predict = Callable[[Sequence[tuple[str, str]]], list[float]]
 
@@ -68,6 +68,13 @@ HELD_OUT: dict[str, Callable[[Path], list[Row]]] = {
 }
 
 
+def held_out_file(data: Path, name: str) -> Path:
+    """The file a held-out set is read from."""
+    if name.startswith("begin-"):
+        return data / "begin_dev" / f"begin_dev_{name.removeprefix('begin-')}.tsv"
+    return data / "aggrefact_dev" / f"{name}_dev.jsonl"
+
+
 def checker_scores(rows: Sequence[Row], predict: Predict, k: int = 3) -> list[float]:
     """Each row's best probability over its claim's ``k`` best chunks (one batched call)."""
     pairs: list[tuple[str, str]] = []
@@ -102,9 +109,36 @@ def figures(name: str, scores: Sequence[float], labels: Sequence[int]) -> dict[s
     }
 
 
+def shared_threshold(
+    scored: dict[str, tuple[Sequence[float], Sequence[int]]],
+) -> tuple[float, dict[str, float]]:
+    """The one threshold with the best mean balanced accuracy over the sets (a deployment
+    has one cut for all text: the checker's ``supported_at``), and each set's balanced
+    accuracy at it."""
+    import numpy as np
+
+    def bacc(scores: Any, labels: Any, at: float) -> float:
+        passed = scores >= at
+        tpr = (passed & (labels == 1)).sum() / max(1, (labels == 1).sum())
+        tnr = (~passed & (labels == 0)).sum() / max(1, (labels == 0).sum())
+        return float((tpr + tnr) / 2)
+
+    arrays = {n: (np.asarray(s, dtype=float), np.asarray(y)) for n, (s, y) in scored.items()}
+    candidates = np.unique(np.concatenate([s for s, _ in arrays.values()]))
+    best = (-1.0, 0.5)
+    for at in candidates[:: max(1, len(candidates) // 2000)]:
+        mean = float(np.mean([bacc(s, y, at) for s, y in arrays.values()]))
+        if mean > best[0]:
+            best = (mean, float(at))
+    at = round(best[1], 4)
+    return at, {n: round(bacc(s, y, at), 4) for n, (s, y) in arrays.items()}
+
+
 def torch_predict(model: Any, tokenizer: Any, max_length: int = 256, batch: int = 32) -> Predict:
     """A predict function over a Hugging Face model being trained (fp32, no gradients)."""
     import torch
+
+    device = next(model.parameters()).device
 
     def predict(pairs: Sequence[tuple[str, str]]) -> list[float]:
         out: list[float] = []
@@ -114,8 +148,9 @@ def torch_predict(model: Any, tokenizer: Any, max_length: int = 256, batch: int 
                 encoded = tokenizer(
                     [c for c, _ in part], [q for _, q in part], truncation="only_first",
                     max_length=max_length, padding=True, return_tensors="pt",
-                )  # fmt: skip
-                out += torch.sigmoid(model(**encoded).logits[:, 0]).tolist()
+                ).to(device)  # fmt: skip
+                logits = model(**encoded).logits[:, 0].float()
+                out += torch.sigmoid(logits).tolist()
         return out
 
     return predict
@@ -125,7 +160,12 @@ def validate_all(
     data: Path, predict: Predict, names: Sequence[str] = tuple(HELD_OUT)
 ) -> list[dict[str, Any]]:
     out = []
+    scored: dict[str, tuple[Sequence[float], Sequence[int]]] = {}
     for name in names:
         rows = HELD_OUT[name](data)
-        out.append(figures(name, checker_scores(rows, predict), [r.label for r in rows]))
+        scored[name] = (checker_scores(rows, predict), [r.label for r in rows])
+        out.append(figures(name, *scored[name]))
+    if len(scored) > 1:
+        at, each = shared_threshold(scored)
+        out.append({"set": "one threshold", "threshold": at, "balanced_accuracy": each})
     return out

@@ -6,14 +6,11 @@ swaps (:mod:`~verdictflow.scoring_jobs.training.relation_perturbations`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
-from verdictflow.exceptions import VerdictflowError
 from verdictflow.models.events import AnswerEvent
+from verdictflow.scoring_jobs.training.data_files import TrainingDataError, require
 
-
-class TrainingDataError(VerdictflowError):
-    """A data set the faithfulness model needs is missing or malformed."""
+__all__ = ["LabelledSet", "TrainingDataError", "require"]
 
 
 @dataclass(frozen=True)
@@ -32,11 +29,3 @@ class LabelledSet:
         """The data set it comes from (``summedits``, ``halueval``, ``qags``, ``summeval``,
         ``perturbations``): training gives every source the same weight, shared by its sets."""
         return self.name.split("-", 1)[0]
-
-
-def require(path: Path) -> Path:
-    if not path.is_file():
-        raise TrainingDataError(
-            f"{path} not found: point --data at the shared data folder (../shared/data)"
-        )
-    return path
