@@ -3,6 +3,13 @@
 Starts the embedded broker, one worker process, replays bundled sample traffic, and shows the
 verdicts as they arrive, checking them against the offline evaluation of the same file: every
 verdict streamed must equal (byte for byte) the one ``verdictflow eval answers`` computes.
+
+The worker runs every tier, the judge tier included, with a local backend (the claim checker
+shipped with the package, or ``VERDICTFLOW_JUDGE_MODEL_DIR``; never an endpoint: dev stays on
+this machine). Without ``--policy``, the default policy plus an escalation rule (faithfulness
+verdicts in the band around its threshold) is written to ``.verdictflow/dev-policy.yaml``, so
+the judge has something to review; its verdicts are checked like the others, against
+``verdictflow eval answers --judge local``.
 """
 
 from __future__ import annotations
@@ -24,7 +31,6 @@ from rich.table import Table
 from verdictflow.dev_servers import start_server, stop_server
 from verdictflow.embedders import MODEL_DIR_ENV, neural_installed
 from verdictflow.evaluators.policy import load_policy
-from verdictflow.scoring_jobs.batch.eval_answers import expected_verdicts
 from verdictflow.scoring_setup import load_scoring
 from verdictflow.settings import Settings
 from verdictflow.streams.broker import EmbeddedBroker, die_with_parent
@@ -61,7 +67,9 @@ def run_dev(
     sample = sample or sample_path()
     data_dir = Path(".verdictflow")
     data_dir.mkdir(exist_ok=True)
-    expected = expected_verdicts(read_lines(sample), load_scoring(load_policy(policy)))
+    policy = policy or _dev_policy(data_dir)
+    judge_env = _local_judge(dict(os.environ))
+    expected = _expected(read_lines(sample), policy, judge_env)
     with EmbeddedBroker(port=port, log_path=data_dir / "broker.log") as broker:
         settings = Settings(
             broker=broker.url,
@@ -72,13 +80,14 @@ def run_dev(
         )
         console.print(f"[bold]embedded broker[/] {broker.url}  (log: {data_dir / 'broker.log'})")
         env = {
-            **os.environ,
+            **judge_env,
             "VERDICTFLOW_BROKER": broker.url,
             "VERDICTFLOW_APP_ID": settings.app_id,
             "VERDICTFLOW_BROKER_PROFILE": "embedded",
         }
         env, embedder = _choose_embedder(env)
         console.print(f"[bold]embedder[/] {embedder}")
+        console.print(f"[bold]judge tier[/] {judge_env[JUDGE_DIR_ENV]} (policy {policy})")
         cmd = [sys.executable, "-m", "verdictflow", "worker"]
         if policy:
             cmd += ["--policy", str(policy)]
@@ -119,6 +128,48 @@ def run_dev(
 
 
 EMBEDDER_VARS = ("VERDICTFLOW_API_EMBEDDER", "VERDICTFLOW_QUALITY_EMBEDDER")
+JUDGE_DIR_ENV = "VERDICTFLOW_JUDGE_MODEL_DIR"
+
+
+def _local_judge(env: dict[str, str]) -> dict[str, str]:
+    """The environment with a local judge backend: the user's model directory, else the
+    shipped checker; an endpoint URL is dropped (dev sends nothing off the machine)."""
+    from verdictflow.judge_tier.checker_backend import shipped_dir
+
+    env.pop("VERDICTFLOW_JUDGE_URL", None)
+    env.setdefault(JUDGE_DIR_ENV, str(shipped_dir()))
+    return env
+
+
+def _dev_policy(data_dir: Path) -> Path:
+    """The default policy, escalating faithfulness's uncertain band to the judge."""
+    from verdictflow.evaluators.judge_tier_policy import EscalationRule
+    from verdictflow.scoring_jobs.calibration.calibrate import policy_yaml
+
+    policy = load_policy(None)
+    at = policy.faithfulness.threshold
+    # the uncertain band only: the shipped checker is weaker than the cheap verdict far from its
+    # threshold (it would pass moon-1's "Buzz Aldrin ... 1972", which faithfulness fails at 0.003)
+    rule = EscalationRule(band=(max(0.0, at - 0.15), min(1.0, at + 0.15)))
+    judge = policy.judge_tier.model_copy(update={"escalate": {"faithfulness": rule}})
+    path = data_dir / "dev-policy.yaml"
+    path.write_text(policy_yaml(policy.model_copy(update={"judge_tier": judge})))
+    return path
+
+
+def _expected(lines: list[bytes], policy: Path, env: dict[str, str]) -> dict[str, bytes]:
+    """What the worker must emit: the cheap verdicts and the judge's on the escalated share."""
+    from verdictflow.judge_tier.factory import make_client
+    from verdictflow.models.codec import encode
+    from verdictflow.scoring_jobs.batch.eval_answers import evaluate_answers
+    from verdictflow.scoring_jobs.batch.eval_judge import judge_verdicts
+    from verdictflow.settings import JudgeSettings
+
+    loaded = load_policy(policy)
+    cheap = [o.verdict for o in evaluate_answers(lines, load_scoring(loaded)) if o.verdict]
+    client = make_client(JudgeSettings(model_dir=env[JUDGE_DIR_ENV]), loaded.judge_tier)
+    judged = judge_verdicts(lines, cheap, loaded, client)
+    return {v.verdict_id: encode(v) for v in [*cheap, *judged]}
 
 
 def _choose_embedder(env: dict[str, str]) -> tuple[dict[str, str], str]:

@@ -180,12 +180,15 @@ class CheckerBackend:
 
     def __init__(self, model_dir: str | None = None, threads: int = 1) -> None:
         directory = Path(model_dir) if model_dir else shipped_dir()
-        expected = None
-        if model_dir is None:
-            card = directory / "model_card.json"
-            if not card.is_file():
-                raise BackendError(f"{directory}: the shipped checker has no model card")
-            expected = json.loads(card.read_text(encoding="utf-8")).get("model_digest")
+        card = directory / "model_card.json"
+        if model_dir is None and not card.is_file():
+            raise BackendError(f"{directory}: the shipped checker has no model card")
+        # an export with a card (the shipped one, any train-checker output) is checked against it
+        expected = (
+            json.loads(card.read_text(encoding="utf-8")).get("model_digest")
+            if card.is_file()
+            else None
+        )
         self._model = CheckerModel(directory, threads, expected_digest=expected)
         self.model = f"{directory.name}@{self._model.digest[:16]}"
         self._lock = asyncio.Lock()
