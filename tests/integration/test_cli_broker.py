@@ -78,7 +78,11 @@ def test_dev_runs_the_whole_pipeline_and_checks_it(tmp_path):
         "dev", "--exit-after-replay", "--port", str(port), cwd=tmp_path, timeout=180
     )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    assert "63 verdicts, 2 dead letters, 0 missing, 0 differing from offline eval" in result.stdout
+    # 63 cheap verdicts and the shipped checker's review of the one faithfulness verdict in the
+    # dev policy's band, each equal to its offline twin
+    assert "64 verdicts, 2 dead letters, 0 missing, 0 differing from offline eval" in result.stdout
+    assert re.search(r"faithfulness_llm spec-q1-c1-only +1\.0000 PASS", result.stdout)
+    assert "judge tier" in result.stdout
     expected = "sentence-transformers, all-MiniLM" if neural_installed() else "hashing"
     assert f"embedder {expected}" in " ".join(result.stdout.split())
     assert re.search(r"console http://127\.0\.0\.1:\d+/ ", " ".join(result.stdout.split()))
