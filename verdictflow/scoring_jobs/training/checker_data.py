@@ -4,21 +4,25 @@ From the human-labelled sets the faithfulness model already reads (``faithfulnes
 SummEdits, HaluEval QA, QAGS, SummEval; for SummEdits its ``evaluation`` split only, the
 others have no split) and the relation perturbations (FactCC-style synthetic pairs from real
 documents: verbatim sentences supported, swapped roles, values, comparisons and removed
-negations not), plus one synthetic family of our own:
+negations not), plus two synthetic families of our own:
 
 - **missing sentence**: a sentence of a real document (SciFact abstracts) as the claim, against
   the best chunk of that document with the sentence taken out: a claim that needs a sentence
-  the chunk does not have (label 0), beside the same sentence with it left in (label 1).
+  the chunk does not have (label 0), beside the same sentence with it left in (label 1);
+- **document claims** (:mod:`~verdictflow.scoring_jobs.training.checker_synthetic`): ~15 rule-
+  made pairs from each of 9,142 real documents (verbatim, compressed and fused sentences
+  supported; perturbed, swapped, missing, foreign and partly supported ones not).
 
 Each event's answer is the claim (cut to :data:`~verdictflow.evaluators.checker_chunks.
 CLAIM_WORDS` words); its context is cut into chunks and the claim paired with the one chunk
 that shares most of its words (retrieval, never the label), so long documents train the way
 they are checked. Targets are the sets' own in [0, 1] (QAGS and SummEval are shares, not
-bits). Each source is capped (:data:`CAPS`) and sampled with a fixed seed, so the same files
-give the same pairs.
+bits). Each source is capped (:data:`CAPS`, scaled by ``cap_scale``; None: no caps, for a
+GPU) and sampled with a fixed seed, so the same files give the same pairs.
 
 Held out: ``aggrefact_dev`` and ``begin_dev`` are never trained on by default; they are what
-the checker is validated on.
+the checker is validated on. ``--sets`` may name some of them (:data:`HELD_OUT_SOURCES`) to
+train on them and validate on the rest.
 """
 
 from __future__ import annotations
@@ -148,7 +152,7 @@ def load_pairs(
             from verdictflow.scoring_jobs.training.checker_synthetic import document_claims
 
             wanted = cap("documents")
-            # about eight pairs a document: parse only what the cap keeps
+            # ~15 pairs a document: parse 2.5x what the cap keeps, so it samples across them
             limit = None if wanted is None else max(1, wanted // 6)
             pairs, read = document_claims(data, load_pipeline(), limit, seed, n_process)
         elif name in HELD_OUT_SOURCES:
