@@ -5,8 +5,9 @@ claim) pairs (issue 43), export it as an int8 ONNX model with its tokenizer and 
   Hugging Face directory; a fresh one-logit head (sigmoid: P(the chunk supports the claim)).
 - **Fit**: binary cross-entropy on the pairs' targets (soft where the set's are), AdamW, linear
   warm-up and decay, batches of ``batch_size`` padded to their longest pair (at most
-  ``max_length`` word pieces). Deterministic: one seed for the pair order, the head's
-  initialisation and dropout; PyTorch's deterministic algorithms.
+  ``max_length`` word pieces), the word embeddings frozen. Deterministic: one seed for the
+  pair order, the head's initialisation and dropout; PyTorch's deterministic algorithms. On a
+  GPU (``device="auto"`` finds one) the forward pass runs in bf16 autocast.
 - **Resumable**: a checkpoint (weights, optimiser, scheduler, step, RNG) every
   ``checkpoint_every`` steps in ``<out>/checkpoint``; a run started again with the same
   arguments continues from it.
