@@ -134,10 +134,12 @@ def train(
     started = time.monotonic()
     report = TrainReport(len(pairs), total, 0.0)
     model.train()
+    order_epoch, order = -1, list(range(len(pairs)))
     while step < total:
         epoch, within = divmod(step, steps_per_epoch)
-        order = list(range(len(pairs)))
-        random.Random(options.seed + epoch).shuffle(order)
+        if epoch != order_epoch:  # once an epoch: a shuffle of 40,000 indexes takes ~20 ms
+            order_epoch, order = epoch, list(range(len(pairs)))
+            random.Random(options.seed + epoch).shuffle(order)
         batch_ids = order[within * options.batch_size : (within + 1) * options.batch_size]
         batch = [pairs[i] for i in batch_ids]
         encoded = tokenizer(
