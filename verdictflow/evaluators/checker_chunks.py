@@ -15,7 +15,6 @@ backend share these functions, so the checker is trained on the pairs it will be
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,10 +37,6 @@ class Chunk:
     start: int
     end: int
     text: str
-
-    @property
-    def digest(self) -> str:
-        return hashlib.sha256(self.text.encode()).hexdigest()[:24]
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
