@@ -111,14 +111,37 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)")
 SUPPORTED_AT = 0.5
 
 
-class CrossEncoderBackend:
+class LocalBackend:
+    """A model run in this process: each answer judged in a worker thread, one at a time (the
+    model and its caches are not shared between threads), by :meth:`_judge`."""
+
+    runs_rubric = False
+
+    def __init__(self) -> None:
+        self._lock = asyncio.Lock()
+
+    def _judge(self, event: AnswerEvent) -> str:
+        raise NotImplementedError
+
+    async def ask(
+        self, event: AnswerEvent, max_tokens: int, messages: Messages | None = None
+    ) -> Reply:
+        async with self._lock:
+            content = await asyncio.to_thread(self._judge, event)
+        return Reply(content)
+
+    async def close(self) -> None:
+        return None
+
+
+class CrossEncoderBackend(LocalBackend):
     """A local cross-encoder (see the module doc); scored in a thread, one answer at a time."""
 
     name = "cross-encoder"
     prompt_version = "cross-encoder-claims/1"
-    runs_rubric = False
 
     def __init__(self, model_dir: str, threads: int = 1) -> None:
+        super().__init__()
         path = Path(model_dir)
         if not (path / "config.json").is_file():
             raise BackendError(f"{model_dir}: not a model directory (no config.json)")
@@ -137,14 +160,6 @@ class CrossEncoderBackend:
             digest.update(file.relative_to(path).as_posix().encode())
             digest.update(hashlib.sha256(file.read_bytes()).digest())
         self.model = f"{path.name}@{digest.hexdigest()[:16]}"
-        self._lock = asyncio.Lock()
-
-    async def ask(
-        self, event: AnswerEvent, max_tokens: int, messages: Messages | None = None
-    ) -> Reply:
-        async with self._lock:  # one forward pass at a time: the model is not shared
-            content = await asyncio.to_thread(self._judge, event)
-        return Reply(content)
 
     def _judge(self, event: AnswerEvent) -> str:
         claims = [s for s in _SENTENCE.split(text_normalise.clean(event.answer).strip()) if s]
@@ -182,6 +197,3 @@ class CrossEncoderBackend:
             exps = [math.exp(float(x) - top) for x in row]
             out.append(exps[entail] / sum(exps))
         return out
-
-    async def close(self) -> None:
-        return None

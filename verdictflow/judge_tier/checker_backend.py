@@ -19,7 +19,6 @@ swapped file stops the worker instead of judging silently with other weights.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import math
@@ -39,7 +38,7 @@ from verdictflow.evaluators.checker_chunks import (
     cut_claim,
     top_chunks,
 )
-from verdictflow.judge_tier.backends import BackendError, Messages, Reply
+from verdictflow.judge_tier.backends import BackendError, LocalBackend
 from verdictflow.models.events import AnswerEvent
 
 #: P(supported) from which a claim counts as supported.
@@ -74,6 +73,10 @@ class CheckerModel:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
+        card_path = directory / "model_card.json"
+        card = json.loads(card_path.read_text("utf-8")) if card_path.is_file() else {}
+        # an export with a card (the shipped one, any train-checker output) is checked against it
+        expected_digest = expected_digest or card.get("model_digest")
         self.digest = model_digest(directory)
         if expected_digest is not None and self.digest != expected_digest:
             raise BackendError(
@@ -91,8 +94,7 @@ class CheckerModel:
         self.tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
         self.tokenizer.enable_truncation(MAX_LENGTH, strategy="only_first")
         self.tokenizer.enable_padding()
-        card = directory / "model_card.json"
-        found = json.loads(card.read_text("utf-8")).get("supported_at") if card.is_file() else None
+        found = card.get("supported_at")
         self.supported_at = float(found) if found is not None else SUPPORTED_AT
         self.cache: OrderedDict[bytes, float] = OrderedDict()
         self.hits = 0
@@ -171,34 +173,19 @@ def judge_answer(model: CheckerModel, event: AnswerEvent) -> dict[str, Any]:
     return {"claims": out, "supported_at": model.supported_at}
 
 
-class CheckerBackend:
+class CheckerBackend(LocalBackend):
     """The judge tier's backend over :class:`CheckerModel` (see the module doc)."""
 
     name = "checker"
     prompt_version = "checker-chunks/1"
-    runs_rubric = False
 
     def __init__(self, model_dir: str | None = None, threads: int = 1) -> None:
+        super().__init__()
         directory = Path(model_dir) if model_dir else shipped_dir()
-        card = directory / "model_card.json"
-        if model_dir is None and not card.is_file():
+        if model_dir is None and not (directory / "model_card.json").is_file():
             raise BackendError(f"{directory}: the shipped checker has no model card")
-        # an export with a card (the shipped one, any train-checker output) is checked against it
-        expected = (
-            json.loads(card.read_text(encoding="utf-8")).get("model_digest")
-            if card.is_file()
-            else None
-        )
-        self._model = CheckerModel(directory, threads, expected_digest=expected)
+        self._model = CheckerModel(directory, threads)
         self.model = f"{directory.name}@{self._model.digest[:16]}"
-        self._lock = asyncio.Lock()
 
-    async def ask(
-        self, event: AnswerEvent, max_tokens: int, messages: Messages | None = None
-    ) -> Reply:
-        async with self._lock:  # one session run at a time: the cache is not shared
-            reply = await asyncio.to_thread(judge_answer, self._model, event)
-        return Reply(orjson.dumps(reply).decode())
-
-    async def close(self) -> None:
-        return None
+    def _judge(self, event: AnswerEvent) -> str:
+        return orjson.dumps(judge_answer(self._model, event)).decode()
