@@ -161,20 +161,14 @@ def _register_judge(
 ) -> None:
     from verdictflow.agents import doc_quality
     from verdictflow.agents import judge_tier as judge_agent
-    from verdictflow.evaluators.faithfulness_llm import JudgeContext
     from verdictflow.evaluators.summary_judges.rubric_verdicts import RubricContext
-    from verdictflow.judge_tier.factory import make_client
+    from verdictflow.judge_tier.factory import judge_context, make_client
     from verdictflow.judge_tier.metrics import JudgeMetrics
     from verdictflow.nlp import installed_pipeline_version
 
     judge_metrics = JudgeMetrics(metrics.registry if metrics is not None else None)
     client = make_client(judge or JudgeSettings(), policy.judge_tier, judge_metrics)
-    ctx = JudgeContext(  # the verdict names the prompt (or the local model's reading) it asked by
-        client.backend.name,
-        client.backend.model,
-        policy.faithfulness_llm.threshold,
-        client.backend.prompt_version,
-    )
+    ctx = judge_context(client.backend, policy.faithfulness_llm.threshold)
     rubric = RubricContext(
         client.backend.name, client.backend.model, policy.judge, installed_pipeline_version()
     )

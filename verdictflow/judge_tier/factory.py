@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from verdictflow.evaluators.faithfulness_llm import JudgeContext
 from verdictflow.evaluators.judge_tier_policy import JudgeTierPolicy
 from verdictflow.exceptions import VerdictflowError
 from verdictflow.judge_tier.backends import Backend, CrossEncoderBackend, OpenAIBackend
@@ -49,3 +50,10 @@ def make_client(
         breaker_reset_seconds=settings.breaker_reset_seconds,
         metrics=metrics,
     )
+
+
+def judge_context(backend: Backend, threshold: float) -> JudgeContext:
+    """What a ``faithfulness_llm`` verdict by ``backend`` depends on: the judge worker and
+    ``eval answers --judge local`` build it here, so their verdicts stay byte-identical (the
+    verdict names the prompt, or the local model's reading, it asked by)."""
+    return JudgeContext(backend.name, backend.model, threshold, backend.prompt_version)

@@ -14,13 +14,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Sequence
 
-from pydantic import ValidationError
-
 from verdictflow.evaluators.escalation import Priority
-from verdictflow.evaluators.faithfulness_llm import JudgeContext, build_verdict
+from verdictflow.evaluators.faithfulness_llm import build_verdict
 from verdictflow.evaluators.policy import Policy
+from verdictflow.exceptions import InvalidEvent
 from verdictflow.judge_tier.budget import BudgetSkipped
 from verdictflow.judge_tier.client import JudgeClient
+from verdictflow.judge_tier.factory import judge_context
+from verdictflow.models.codec import decode
 from verdictflow.models.events import AnswerEvent
 from verdictflow.models.judge import JudgeRequest
 from verdictflow.models.verdicts import Verdict
@@ -37,8 +38,8 @@ def escalated_requests(
     out: list[JudgeRequest] = []
     for line in lines:
         try:
-            event = AnswerEvent.model_validate_json(line)
-        except ValidationError:
+            event = decode(line, AnswerEvent)  # as the NLP tier reads a record
+        except InvalidEvent:
             continue  # a dead letter already
         for _, _, value in judge_requests(
             event, by_input.get(event.id, []), policy.judge_tier, "answer"
@@ -51,8 +52,7 @@ async def judge_all(
     requests: Sequence[JudgeRequest], client: JudgeClient, threshold: float
 ) -> list[Verdict]:
     """Each request's ``faithfulness_llm`` verdict (a request the budget skips gives none)."""
-    backend = client.backend
-    ctx = JudgeContext(backend.name, backend.model, threshold, backend.prompt_version)
+    ctx = judge_context(client.backend, threshold)
     out: list[Verdict] = []
     for request in requests:
         try:
@@ -63,7 +63,7 @@ async def judge_all(
             out.append(build_verdict(request, ctx, None, outcome))
         else:
             out.append(build_verdict(request, ctx, outcome))
-    await backend.close()
+    await client.backend.close()
     return out
 
 
