@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 from harness import machine
-from sklearn.metrics import roc_auc_score, roc_curve
+from sklearn.metrics import roc_auc_score
 
 from verdictflow.evaluators.policy import Policy
 from verdictflow.judge_tier.checker_backend import CheckerModel, shipped_dir
@@ -35,6 +35,8 @@ from verdictflow.scoring_jobs.calibration.kinds import batch_scorer
 from verdictflow.scoring_jobs.training.checker_sets import (
     HELD_OUT,
     Row,
+    balanced_accuracy,
+    best_threshold,
     checker_scores,
     shared_threshold,
 )
@@ -44,14 +46,6 @@ PUBLISHED = {
     "wice": "SummaC-ZS 62.8, AlignScore 66.0, MiniCheck-FT5-L 72.2, HHEM-2.1 75.9, GPT-4o 78.5",
     "factcheckgpt": "SummaC-ZS 75.2, AlignScore 74.3, MiniCheck-FT5-L 74.7, HHEM-2.1 71.8",
 }
-
-
-def best_threshold(scores: Sequence[float], labels: Sequence[int]) -> tuple[float, float]:
-    """(balanced accuracy, threshold) at the best threshold: PASS when score >= threshold."""
-    fpr, tpr, thresholds = roc_curve(list(labels), list(scores))
-    balanced = (tpr + 1 - fpr) / 2
-    i = int(balanced.argmax())
-    return float(balanced[i]), float(min(1.0, thresholds[i]))
 
 
 def spread(scores: np.ndarray, threshold: float) -> np.ndarray:
@@ -90,17 +84,11 @@ def evaluate(name: str, rows: Sequence[Row], checker: np.ndarray, faith: np.ndar
         oracle = np.where(escalated, labels == 1, cheap_pass)
         score = np.where(escalated, spread(checker, t_check), spread(faith, t_cheap))
         out[f"cascade_{int(q * 100)}"] = {
-            "balanced_accuracy": round(_bacc(decision, labels), 4),
+            "balanced_accuracy": round(balanced_accuracy(decision, labels), 4),
             "roc_auc": round(float(roc_auc_score(labels, score)), 4),
-            "oracle_balanced_accuracy": round(_bacc(oracle, labels), 4),
+            "oracle_balanced_accuracy": round(balanced_accuracy(oracle, labels), 4),
         }
     return out
-
-
-def _bacc(decision: np.ndarray, labels: np.ndarray) -> float:
-    tpr = float((decision & (labels == 1)).sum() / max(1, (labels == 1).sum()))
-    tnr = float((~decision & (labels == 0)).sum() / max(1, (labels == 0).sum()))
-    return (tpr + tnr) / 2
 
 
 def main() -> None:

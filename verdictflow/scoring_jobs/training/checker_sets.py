@@ -92,20 +92,36 @@ def checker_scores(rows: Sequence[Row], predict: Predict, k: int = 3) -> list[fl
     return best
 
 
-def figures(name: str, scores: Sequence[float], labels: Sequence[int]) -> dict[str, Any]:
-    """ROC-AUC and the best balanced accuracy (with its threshold) of ``scores``."""
-    from sklearn.metrics import roc_auc_score, roc_curve
+def best_threshold(scores: Sequence[float], labels: Sequence[int]) -> tuple[float, float]:
+    """(balanced accuracy, threshold) at the threshold that maximises it: PASS when score >=
+    threshold."""
+    from sklearn.metrics import roc_curve
 
     fpr, tpr, thresholds = roc_curve(list(labels), list(scores))
     balanced = (tpr + 1 - fpr) / 2
     best = int(balanced.argmax())
+    return float(balanced[best]), float(min(1.0, thresholds[best]))
+
+
+def balanced_accuracy(passed: Any, labels: Any) -> float:
+    """Balanced accuracy of boolean decisions ``passed`` against 0/1 ``labels`` (arrays)."""
+    tpr = (passed & (labels == 1)).sum() / max(1, (labels == 1).sum())
+    tnr = (~passed & (labels == 0)).sum() / max(1, (labels == 0).sum())
+    return float((tpr + tnr) / 2)
+
+
+def figures(name: str, scores: Sequence[float], labels: Sequence[int]) -> dict[str, Any]:
+    """ROC-AUC and the best balanced accuracy (with its threshold) of ``scores``."""
+    from sklearn.metrics import roc_auc_score
+
+    balanced, threshold = best_threshold(scores, labels)
     return {
         "set": name,
         "n": len(labels),
         "positives": int(sum(labels)),
         "roc_auc": round(float(roc_auc_score(list(labels), list(scores))), 4),
-        "balanced_accuracy": round(float(balanced[best]), 4),
-        "threshold": round(float(min(1.0, thresholds[best])), 4),
+        "balanced_accuracy": round(balanced, 4),
+        "threshold": round(threshold, 4),
     }
 
 
@@ -118,10 +134,7 @@ def shared_threshold(
     import numpy as np
 
     def bacc(scores: Any, labels: Any, at: float) -> float:
-        passed = scores >= at
-        tpr = (passed & (labels == 1)).sum() / max(1, (labels == 1).sum())
-        tnr = (~passed & (labels == 0)).sum() / max(1, (labels == 0).sum())
-        return float((tpr + tnr) / 2)
+        return balanced_accuracy(scores >= at, labels)
 
     arrays = {n: (np.asarray(s, dtype=float), np.asarray(y)) for n, (s, y) in scored.items()}
     candidates = np.unique(np.concatenate([s for s, _ in arrays.values()]))
