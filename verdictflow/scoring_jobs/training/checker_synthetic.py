@@ -172,13 +172,18 @@ def _perturbed(sent: Any, claim: str, pool: dict[str, list[str]], rng: random.Ra
     return None
 
 
-def _foreign(chunk: str, others: list[list[str]], rng: random.Random) -> str | None:
+def _foreign(
+    chunk: str, n: int, words_of: list[list[tuple[str, frozenset[str]]]], rng: random.Random
+) -> str | None:
+    """The sentence, among those of :data:`FOREIGN_CANDIDATES` random documents other than
+    document ``n``, that shares most content words with ``chunk`` (``words_of``: each
+    document's sentences with their content words, computed once)."""
     words = content_words(chunk)
     best, best_overlap = None, 0
     for _ in range(FOREIGN_CANDIDATES):
-        sentences = others[rng.randrange(len(others))]
-        for candidate in sentences:
-            overlap = len(words & content_words(candidate))
+        other = rng.randrange(len(words_of) - 1)
+        for candidate, candidate_words in words_of[other + (other >= n)]:
+            overlap = len(words & candidate_words)
             if overlap > best_overlap:
                 best, best_overlap = candidate, overlap
     return best
@@ -206,7 +211,10 @@ def document_claims(
             progress(n + 1, len(texts))
     for label in pool:
         pool[label] = sorted(set(pool[label]))
-    texts_of = [[str(s.text).strip() for s in sentences] for _, sentences in parsed]
+    words_of = [
+        [(text, content_words(text)) for text in (str(s.text).strip() for s in sentences)]
+        for _, sentences in parsed
+    ]
     out: list[Pair] = []
 
     def add(kind: str, chunk: str, claim: str, target: float) -> None:
@@ -217,7 +225,6 @@ def document_claims(
             continue
         text = str(doc.text)
         chunks = chunk_context(text)
-        others = texts_of[:n] + texts_of[n + 1 :]
         for at in sorted(rng.sample(range(len(sentences)), min(SENTENCES_PER_DOCUMENT,
                                                                len(sentences)))):  # fmt: skip
             sent = sentences[at]
@@ -237,7 +244,7 @@ def document_claims(
             rest = chunk_context(without)
             if rest:
                 add("missing", rest[top_chunks(claim, rest, 1)[0]].text, claim, 0.0)
-            if others and (foreign := _foreign(chunk, others, rng)) is not None:
+            if len(words_of) > 1 and (foreign := _foreign(chunk, n, words_of, rng)) is not None:
                 add("foreign", chunk, foreign, 0.0)
                 if rng.random() < 0.5:
                     add("partly", chunk, f"{claim} {foreign}", 0.0)
