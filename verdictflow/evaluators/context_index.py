@@ -25,14 +25,22 @@ the cost:
   "n't" / "never" and of the first content word after it (the parser's head of the ``neg``
   arc is one of the two).
 
+Every pass reads the tokens as :class:`Word` rows made in one go (``Doc.to_array`` of the
+token ids, offsets, norms and sentence starts; a word form's flags read once per process),
+not as spaCy ``Token`` objects: each ``Token`` is a Python object made afresh on every access,
+and five passes over every context token made them 40 % of the NLP tier's time on RAG-shaped
+traffic with rarely recurring contexts (issue 41). The index is the same, value for value.
+
 ``tests/evaluators/test_context_index.py`` compares it with the parsed index; the agreement of
 the hallucination decision on HaluEval and QAGS is in docs/verdicts/hallucination.md.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 from verdictflow.evaluators.evidence_index import (
     EvidenceIndex,
@@ -76,6 +84,26 @@ _CLOCK_TEXT = re.compile(
 )
 
 
+class Word(NamedTuple):
+    """A token's attributes as the index reads them (names as spaCy's ``Token``'s, so helpers
+    shared with parsed docs, like ``content_words``, read either)."""
+
+    i: int
+    idx: int
+    norm_: str
+    text: str
+    lower_: str
+    is_punct: bool
+    is_space: bool
+    is_stop: bool
+    is_alpha: bool
+    like_num: bool
+
+
+#: A word form's attributes (``Word`` from ``norm_`` on): its norm and spaCy's lexeme flags.
+_Lexical = tuple[str, str, str, bool, bool, bool, bool, bool]
+
+
 class ContextIndexer:
     """Builds :class:`EvidenceIndex` values from context text with the pipeline's tokenizer
     and rule lemmatizer only (no tok2vec, tagger, parser or NER)."""
@@ -97,6 +125,8 @@ class ContextIndexer:
                     self._word_exceptions.setdefault(word, set()).add(lemma.lower())
         self._sentencizer = Sentencizer()
         self._lemmas: dict[str, frozenset[str]] = {}
+        #: By (orth, norm) id: a word form's attributes, read once.
+        self._lexical: dict[tuple[int, int], _Lexical] = {}
         # The rule lemmatizer returns the word itself unless one of its suffix rules or
         # exceptions for that part of speech applies: read both from the model's own tables,
         # and skip the call (~100-200 us) when neither can apply.
@@ -113,28 +143,32 @@ class ContextIndexer:
 
     def index(self, text: str) -> EvidenceIndex:
         doc = self._sentencizer(self._nlp.make_doc(text))
-        tokens = [t for t in doc if not (t.is_punct or t.is_space or t.lower_ in ("'s", "’s"))]
+        words, starts = self._words(doc)
+        tokens = [t for t in words if not (t.is_punct or t.is_space or t.lower_ in ("'s", "’s"))]
         sentences = []
-        for sent in doc.sents:
+        for first, last in itertools.pairwise([*starts, len(words)]):
             terms: set[str] = set()
             negated: set[str] = set()
-            words = list(sent)
-            for i, t in enumerate(words):
+            sentence = words[first:last]
+            for i, t in enumerate(sentence):
                 terms.add(t.lower_)
-                terms |= self._candidate_lemmas(t)
+                terms |= self._candidate_lemmas(t.lower_, doc, t.i)
                 if t.norm_ != t.lower_:  # contractions: "n't" is "not", "'re" is "are"
                     terms.add(t.norm_)
                     terms |= self._word_lemmas(t.norm_)
                 if t.lower_ in _NEGATIONS:
-                    negated |= self._negated_heads(words, i)
+                    negated |= self._negated_heads(sentence, i, doc)
+            end = sentence[-1]
             sentences.append(
-                SentenceLemmas(sent.start_char, sent.end_char, frozenset(terms), frozenset(negated))
+                SentenceLemmas(
+                    sentence[0].idx, end.idx + len(end.text), frozenset(terms), frozenset(negated)
+                )
             )
-        content = content_words(doc)
+        content = content_words(words)
         return EvidenceIndex(
             text=text,
-            quantities=tuple(quantity_spans(text) + _number_word_spans(doc)),
-            dates=tuple(_date_spans(doc)),
+            quantities=tuple(quantity_spans(text) + _number_word_spans(words, text)),
+            dates=tuple(_date_spans(words, text)),
             times=tuple(_time_spans(text)),
             words=tuple(t.lower_ for t in tokens),
             word_spans=tuple((t.idx, t.idx + len(t.text)) for t in tokens),
@@ -143,10 +177,29 @@ class ContextIndexer:
             content_bigrams=bigrams(content),
         )
 
-    def _candidate_lemmas(self, token: Any) -> frozenset[str]:
-        """Every lemma the rule lemmatizer gives the word as a noun, verb or adjective
-        (cached by lowercased form: the rules read nothing else)."""
-        key = token.lower_
+    def _words(self, doc: Any) -> tuple[list[Word], list[int]]:
+        """The doc's tokens as :class:`Word` rows, from one ``to_array`` call, and where its
+        sentences start (as ``Doc.sents`` has them: the first at 0, the others where the
+        sentencizer marked a start)."""
+        from spacy.attrs import IDX, NORM, ORTH, SENT_START
+
+        rows = doc.to_array([ORTH, IDX, NORM, SENT_START]).tolist() if len(doc) else []
+        new = tuple.__new__  # a NamedTuple's own __new__ is a Python call per token
+        words = []
+        for i, (orth, idx, norm, _) in enumerate(rows):
+            lexical = self._lexical.get((orth, norm))
+            if lexical is None:
+                lexical = self._lexical[orth, norm] = _lexical(doc.vocab, orth, norm)
+            words.append(new(Word, (i, idx, *lexical)))
+        starts = [0, *(i for i, row in enumerate(rows) if i and row[3] == 1)] if rows else []
+        if len(self._lexical) >= LEMMA_CACHE_WORDS:
+            self._lexical.clear()
+        return words, starts
+
+    def _candidate_lemmas(self, key: str, doc: Any, i: int) -> frozenset[str]:
+        """Every lemma the rule lemmatizer gives the word ``key`` (token ``i`` of ``doc``,
+        lowercased) as a noun, verb or adjective (cached by that form: the rules read nothing
+        else; the spaCy token they read is made only for a new form)."""
         cached = self._lemmas.get(key)
         if cached is not None:
             return cached
@@ -154,11 +207,16 @@ class ContextIndexer:
             found = frozenset({key, *self._word_exceptions.get(key, ())})
         else:
             lemmas: set[str] = {key, *self._word_exceptions.get(key, ())}
+            spacy_token = None
             for pos, (suffixes, exceptions) in self._applicable.items():
                 if key.endswith(suffixes) or key in exceptions:
-                    token.pos_ = pos
-                    lemmas.update(lemma.lower() for lemma in self._lemmatizer.rule_lemmatize(token))
-            token.pos_ = ""
+                    spacy_token = spacy_token or doc[i]
+                    spacy_token.pos_ = pos
+                    lemmas.update(
+                        lemma.lower() for lemma in self._lemmatizer.rule_lemmatize(spacy_token)
+                    )
+            if spacy_token is not None:
+                spacy_token.pos_ = ""
             found = frozenset(lemmas)
         if len(self._lemmas) >= LEMMA_CACHE_WORDS:
             self._lemmas.clear()
@@ -170,26 +228,40 @@ class ContextIndexer:
         if cached is not None:
             return cached
         doc = self._nlp.make_doc(word)
-        return self._candidate_lemmas(doc[0]) if len(doc) == 1 else frozenset({word})
+        return self._candidate_lemmas(doc[0].lower_, doc, 0) if len(doc) == 1 else frozenset({word})
 
-    def _negated_heads(self, words: list[Any], i: int) -> set[str]:
+    def _negated_heads(self, words: Sequence[Word], i: int, doc: Any) -> set[str]:
         heads: set[str] = set()
         if i > 0 and words[i - 1].is_alpha:
-            heads |= self._candidate_lemmas(words[i - 1])
+            before = words[i - 1]
+            heads |= self._candidate_lemmas(before.lower_, doc, before.i)
         for t in words[i + 1 : i + 4]:
             if t.is_alpha and not t.is_stop and not t.lower_.endswith("ly"):
-                heads |= self._candidate_lemmas(t)
+                heads |= self._candidate_lemmas(t.lower_, doc, t.i)
                 break
         return heads
 
 
-def _number_word_spans(doc: Any) -> list[tuple[Quantity, int, int]]:
+def _lexical(vocab: Any, orth: int, norm: int) -> _Lexical:
+    lexeme = vocab[orth]
+    return (
+        vocab.strings[norm],
+        lexeme.orth_,
+        lexeme.lower_,
+        lexeme.is_punct,
+        lexeme.is_space,
+        lexeme.is_stop,
+        lexeme.is_alpha,
+        lexeme.like_num,
+    )
+
+
+def _number_word_spans(doc: Sequence[Word], text: str) -> list[tuple[Quantity, int, int]]:
     """Numbers written in words: maximal runs of number-like tokens (and scale words, hyphens,
     "a"/"an" before a scale word) with at least one alphabetic number word; and every number
     of a run that ends in a percent sign ("3-5%"), as a percentage."""
     found = []
-    text = doc.text  # built from every token on each access: once, not per number
-    run: list[Any] = []
+    run: list[Word] = []
     for t in [*doc, None]:
         if t is not None and (
             t.like_num
@@ -219,18 +291,17 @@ def _number_word_spans(doc: Any) -> list[tuple[Quantity, int, int]]:
     return found
 
 
-def _is_date_core(token: Any) -> bool:
+def _is_date_core(token: Word) -> bool:
     lower = token.lower_
     if lower == "may":  # the modal far more often than the month
         return False
     return lower in _MONTH_WORDS or bool(_YEAR_TOKEN.match(lower) or _DATE_TOKEN.match(lower))
 
 
-def _date_spans(doc: Any) -> list[tuple[DatePoint, int, int]]:
+def _date_spans(doc: Sequence[Word], text: str) -> list[tuple[DatePoint, int, int]]:
     """Runs of tokens around a month name, a year or an ISO / slash date, with day numbers
     and ``,``/``of``/``the`` between them, read by ``parse_date``."""
     found = []
-    text = doc.text  # built from every token on each access: once, not per date
     n = len(doc)
     i = 0
     while i < n:
