@@ -1,6 +1,11 @@
 from __future__ import annotations
 
-from verdictflow.evaluators.tokenize import Tokenizer
+import re
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from verdictflow.evaluators.tokenize import Tokenizer, _words
 
 
 def test_lowercases_and_splits_on_word_characters():
@@ -32,3 +37,9 @@ def test_stop_words_off_by_default_and_removable():
     stop = Tokenizer(remove_stopwords=True)
     assert stop.tokens("the cat is on the mat") == {"cat", "mat"}
     assert stop.version != default.version
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=0x7F)) | st.text())
+def test_ascii_fast_path_finds_the_same_words_as_the_regex(text: str) -> None:
+    """ASCII text is split by a byte translation, not by ``\\w+``: the same runs, in order."""
+    assert _words(text) == re.findall(r"\w+", text)

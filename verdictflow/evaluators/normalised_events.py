@@ -42,11 +42,9 @@ def normalised_event(event: AnswerEvent) -> tuple[AnswerEvent, TextMaps]:
         clean = normalise(text)
         if clean.text.strip():
             maps.append(clean)
-        contexts.append(
-            context.model_copy(update={"text": clean.text})
-            if isinstance(context, Context)
-            else clean.text
-        )
+        if isinstance(context, Context) and clean.changed:
+            context = context.model_copy(update={"text": clean.text})
+        contexts.append(context if isinstance(context, Context) else clean.text)
     changed = TextMaps(answer, tuple(maps))
     query = normalise(event.query).text
     variants = [normalise(v).text for v in event.variants]

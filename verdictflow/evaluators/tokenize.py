@@ -52,8 +52,22 @@ class Tokenizer:
         return _memoised_token_set(text, self.remove_stopwords)
 
 
+#: ASCII bytes that are not ``\\w`` (letters, digits, underscore) -> space.
+_ASCII_NON_WORD = bytes(
+    c if chr(c).isascii() and (chr(c).isalnum() or chr(c) == "_") else 32 for c in range(256)
+)
+
+
+def _words(text: str) -> list[str]:
+    """``\\w+`` runs of ``text``; ASCII text by one byte translation and a split, which
+    give the same runs in half the time (``\\w`` is ``[A-Za-z0-9_]`` on ASCII)."""
+    if text.isascii():
+        return text.encode().translate(_ASCII_NON_WORD).decode().split()
+    return _WORD.findall(text)
+
+
 def _token_set(text: str, remove_stopwords: bool) -> frozenset[str]:
-    found = _WORD.findall(text_normalise.clean(text).lower())
+    found = _words(text_normalise.clean(text).lower())
     if remove_stopwords:
         stop = _stop_words()
         return frozenset(t for t in found if t not in stop)
