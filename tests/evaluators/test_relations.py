@@ -109,3 +109,21 @@ def test_the_analyzer_parses_each_supporting_sentence_once(nlp: Any) -> None:
     # a sentence without a relation to check (no verb with roles, no value) parses nothing
     (quiet,) = analyzer.analyze([AnswerEvent(id="q", answer="Mild weather.", contexts=[context])])
     assert quiet.relations == ()
+
+
+def test_a_claim_the_context_states_word_for_word_is_not_parsed_again(nlp: Any) -> None:
+    """Its relations are the source's own: no check, no parse of the supporting sentence; a
+    claim that differs by one word still is checked."""
+    context = "The weather was mild all week. Oracle acquired  Sun Microsystems in 2010."
+    analyzer = AnswerAnalyzer(nlp)
+    quoted, reworded = analyzer.analyze(
+        [
+            AnswerEvent(id=year, answer=f"Oracle acquired Sun Microsystems in {year}.",
+                        contexts=[context])
+            for year in ("2010", "2011")
+        ]
+    )  # fmt: skip
+    assert quoted.relations == ()
+    assert [r.support.text for r in reworded.relations] == [
+        "Oracle acquired  Sun Microsystems in 2010."
+    ]

@@ -206,7 +206,8 @@ class AnswerAnalyzer:
         """The claims that state a relation the checks can test (``relations.checkable``: a
         verb with its roles, a comparison, a value written with digits), each with its
         best-supporting context sentence's place and text, when that sentence is short enough
-        to parse (:data:`MAX_SUPPORT_CHARS`)."""
+        to parse (:data:`MAX_SUPPORT_CHARS`) and does not quote the claim word for word
+        (:func:`_quoted`)."""
         out: list[tuple[Frame, int, tuple[int, int], str]] = []
         if not self.relations:
             return out
@@ -220,7 +221,7 @@ class AnswerAnalyzer:
                 continue
             context, (start, end) = support
             text = contexts[context].text[start:end]
-            if len(text) > MAX_SUPPORT_CHARS:
+            if len(text) > MAX_SUPPORT_CHARS or _quoted(sent.text, text):
                 continue
             answer_frame = frame(sent)
             if checkable(answer_frame):
@@ -247,3 +248,14 @@ class AnswerAnalyzer:
             while len(self._support_frames) > SUPPORT_CACHE_ENTRIES:
                 self._support_frames.popitem(last=False)
         return found
+
+
+def _quoted(claim: str, support: str) -> bool:
+    """The supporting sentence has the claim sentence word for word: no role, value or
+    comparison of it can differ from the source's, so its relations are not checked (and the
+    sentence is not parsed for them). Checking it could only find a difference between two
+    parses of the same words (the claim parsed among the answer's sentences, the support on its
+    own), never one between the texts; extractive answers skip most of the support parse this
+    way (issue 41)."""
+    words = claim.split()
+    return bool(words) and f" {' '.join(words)} " in f" {' '.join(support.split())} "
