@@ -25,11 +25,12 @@ the cost:
   "n't" / "never" and of the first content word after it (the parser's head of the ``neg``
   arc is one of the two).
 
-Every pass reads the tokens as :class:`Word` rows made in one go (``Doc.to_array`` of the
-token ids, offsets, norms and sentence starts; a word form's flags read once per process),
-not as spaCy ``Token`` objects: each ``Token`` is a Python object made afresh on every access,
-and five passes over every context token made them 40 % of the NLP tier's time on RAG-shaped
-traffic with rarely recurring contexts (issue 41). The index is the same, value for value.
+Every pass reads the tokens as :class:`Form` values, one per word form and shared by its
+tokens, and character offsets, made in one go (``Doc.to_array`` of the token ids, offsets,
+norms and sentence starts), not as spaCy ``Token`` objects: each ``Token`` is a Python object
+made afresh on every access, and five passes over every context token made them 40 % of the
+NLP tier's time on RAG-shaped traffic with rarely recurring contexts (issue 41). The index is
+the same, value for value.
 
 ``tests/evaluators/test_context_index.py`` compares it with the parsed index; the agreement of
 the hallucination decision on HaluEval and QAGS is in docs/verdicts/hallucination.md.
@@ -84,12 +85,11 @@ _CLOCK_TEXT = re.compile(
 )
 
 
-class Word(NamedTuple):
-    """A token's attributes as the index reads them (names as spaCy's ``Token``'s, so helpers
-    shared with parsed docs, like ``content_words``, read either)."""
+class Form(NamedTuple):
+    """A word form's attributes as the index reads them, made once per form and shared by its
+    tokens (names as spaCy's ``Token``'s, so helpers shared with parsed docs, like
+    ``content_words``, read either); a token is its form and its offset in the text."""
 
-    i: int
-    idx: int
     norm_: str
     text: str
     lower_: str
@@ -98,10 +98,6 @@ class Word(NamedTuple):
     is_stop: bool
     is_alpha: bool
     like_num: bool
-
-
-#: A word form's attributes (``Word`` from ``norm_`` on): its norm and spaCy's lexeme flags.
-_Lexical = tuple[str, str, str, bool, bool, bool, bool, bool]
 
 
 class ContextIndexer:
@@ -126,7 +122,7 @@ class ContextIndexer:
         self._sentencizer = Sentencizer()
         self._lemmas: dict[str, frozenset[str]] = {}
         #: By (orth, norm) id: a word form's attributes, read once.
-        self._lexical: dict[tuple[int, int], _Lexical] = {}
+        self._forms: dict[tuple[int, int], Form] = {}
         # The rule lemmatizer returns the word itself unless one of its suffix rules or
         # exceptions for that part of speech applies: read both from the model's own tables,
         # and skip the call (~100-200 us) when neither can apply.
@@ -143,58 +139,65 @@ class ContextIndexer:
 
     def index(self, text: str) -> EvidenceIndex:
         doc = self._sentencizer(self._nlp.make_doc(text))
-        words, starts = self._words(doc)
-        tokens = [t for t in words if not (t.is_punct or t.is_space or t.lower_ in ("'s", "’s"))]
+        forms, offsets, starts = self._tokens(doc)
+        kept = [
+            (f.lower_, (start, start + len(f.text)))
+            for f, start in zip(forms, offsets, strict=True)
+            if not (f.is_punct or f.is_space or f.lower_ in ("'s", "’s"))
+        ]
         sentences = []
-        for first, last in itertools.pairwise([*starts, len(words)]):
+        for first, last in itertools.pairwise([*starts, len(forms)]):
             terms: set[str] = set()
             negated: set[str] = set()
-            sentence = words[first:last]
-            for i, t in enumerate(sentence):
-                terms.add(t.lower_)
-                terms |= self._candidate_lemmas(t.lower_, doc, t.i)
-                if t.norm_ != t.lower_:  # contractions: "n't" is "not", "'re" is "are"
-                    terms.add(t.norm_)
-                    terms |= self._word_lemmas(t.norm_)
-                if t.lower_ in _NEGATIONS:
-                    negated |= self._negated_heads(sentence, i, doc)
-            end = sentence[-1]
+            for i in range(first, last):
+                f = forms[i]
+                terms.add(f.lower_)
+                terms |= self._candidate_lemmas(f.lower_, doc, i)
+                if f.norm_ != f.lower_:  # contractions: "n't" is "not", "'re" is "are"
+                    terms.add(f.norm_)
+                    terms |= self._word_lemmas(f.norm_)
+                if f.lower_ in _NEGATIONS:
+                    negated |= self._negated_heads(forms, first, last, i, doc)
+            end = offsets[last - 1] + len(forms[last - 1].text)
             sentences.append(
-                SentenceLemmas(
-                    sentence[0].idx, end.idx + len(end.text), frozenset(terms), frozenset(negated)
-                )
+                SentenceLemmas(offsets[first], end, frozenset(terms), frozenset(negated))
             )
-        content = content_words(words)
+        content = content_words(forms)
         return EvidenceIndex(
             text=text,
-            quantities=tuple(quantity_spans(text) + _number_word_spans(words, text)),
-            dates=tuple(_date_spans(words, text)),
+            quantities=tuple(quantity_spans(text) + _number_word_spans(forms, offsets, text)),
+            dates=tuple(_date_spans(forms, offsets, text)),
             times=tuple(_time_spans(text)),
-            words=tuple(t.lower_ for t in tokens),
-            word_spans=tuple((t.idx, t.idx + len(t.text)) for t in tokens),
+            words=tuple(word for word, _ in kept),
+            word_spans=tuple(span for _, span in kept),
             sentences=tuple(sentences),
             content_unigrams=frozenset(content),
             content_bigrams=bigrams(content),
         )
 
-    def _words(self, doc: Any) -> tuple[list[Word], list[int]]:
-        """The doc's tokens as :class:`Word` rows, from one ``to_array`` call, and where its
-        sentences start (as ``Doc.sents`` has them: the first at 0, the others where the
-        sentencizer marked a start)."""
+    def _tokens(self, doc: Any) -> tuple[list[Form], list[int], list[int]]:
+        """The doc's tokens as their forms and character offsets, from one ``to_array``
+        call, and where its sentences start (as ``Doc.sents`` has them: the first at 0, the
+        others where the sentencizer marked a start)."""
         from spacy.attrs import IDX, NORM, ORTH, SENT_START
 
-        rows = doc.to_array([ORTH, IDX, NORM, SENT_START]).tolist() if len(doc) else []
-        new = tuple.__new__  # a NamedTuple's own __new__ is a Python call per token
-        words = []
-        for i, (orth, idx, norm, _) in enumerate(rows):
-            lexical = self._lexical.get((orth, norm))
-            if lexical is None:
-                lexical = self._lexical[orth, norm] = _lexical(doc.vocab, orth, norm)
-            words.append(new(Word, (i, idx, *lexical)))
-        starts = [0, *(i for i, row in enumerate(rows) if i and row[3] == 1)] if rows else []
-        if len(self._lexical) >= LEMMA_CACHE_WORDS:
-            self._lexical.clear()
-        return words, starts
+        if not len(doc):
+            return [], [], []
+        # One column at a time: a column's tolist() is ~70x faster than the 2-D array's.
+        orths, offsets, norms, marks = (
+            column.tolist() for column in doc.to_array([ORTH, IDX, NORM, SENT_START]).T
+        )
+        if len(self._forms) >= LEMMA_CACHE_WORDS:
+            self._forms.clear()
+        known = self._forms
+        forms = []
+        for key in zip(orths, norms, strict=True):
+            form = known.get(key)
+            if form is None:
+                form = known[key] = _form(doc.vocab, *key)
+            forms.append(form)
+        starts = [0, *(i for i, mark in enumerate(marks) if i and mark == 1)]
+        return forms, offsets, starts
 
     def _candidate_lemmas(self, key: str, doc: Any, i: int) -> frozenset[str]:
         """Every lemma the rule lemmatizer gives the word ``key`` (token ``i`` of ``doc``,
@@ -230,21 +233,25 @@ class ContextIndexer:
         doc = self._nlp.make_doc(word)
         return self._candidate_lemmas(doc[0].lower_, doc, 0) if len(doc) == 1 else frozenset({word})
 
-    def _negated_heads(self, words: Sequence[Word], i: int, doc: Any) -> set[str]:
+    def _negated_heads(
+        self, forms: Sequence[Form], first: int, last: int, i: int, doc: Any
+    ) -> set[str]:
+        """Lemmas of the word before a negation at ``i`` and of the first content word after
+        it, within the sentence ``forms[first:last]``."""
         heads: set[str] = set()
-        if i > 0 and words[i - 1].is_alpha:
-            before = words[i - 1]
-            heads |= self._candidate_lemmas(before.lower_, doc, before.i)
-        for t in words[i + 1 : i + 4]:
-            if t.is_alpha and not t.is_stop and not t.lower_.endswith("ly"):
-                heads |= self._candidate_lemmas(t.lower_, doc, t.i)
+        if i > first and forms[i - 1].is_alpha:
+            heads |= self._candidate_lemmas(forms[i - 1].lower_, doc, i - 1)
+        for j in range(i + 1, min(i + 4, last)):
+            f = forms[j]
+            if f.is_alpha and not f.is_stop and not f.lower_.endswith("ly"):
+                heads |= self._candidate_lemmas(f.lower_, doc, j)
                 break
         return heads
 
 
-def _lexical(vocab: Any, orth: int, norm: int) -> _Lexical:
+def _form(vocab: Any, orth: int, norm: int) -> Form:
     lexeme = vocab[orth]
-    return (
+    return Form(
         vocab.strings[norm],
         lexeme.orth_,
         lexeme.lower_,
@@ -256,49 +263,52 @@ def _lexical(vocab: Any, orth: int, norm: int) -> _Lexical:
     )
 
 
-def _number_word_spans(doc: Sequence[Word], text: str) -> list[tuple[Quantity, int, int]]:
+def _number_word_spans(
+    forms: Sequence[Form], offsets: Sequence[int], text: str
+) -> list[tuple[Quantity, int, int]]:
     """Numbers written in words: maximal runs of number-like tokens (and scale words, hyphens,
     "a"/"an" before a scale word) with at least one alphabetic number word; and every number
     of a run that ends in a percent sign ("3-5%"), as a percentage."""
     found = []
-    run: list[Word] = []
-    for t in [*doc, None]:
+    n = len(forms)
+    run: list[int] = []
+    for j in range(n + 1):
+        t = forms[j] if j < n else None
         if t is not None and (
             t.like_num
             or t.lower_ == "half"
             or t.lower_ in _SCALE_WORDS
             or (run and t.text in ("-", "%"))
-            or (
-                t.lower_ in ("a", "an")
-                and t.i + 1 < len(doc)
-                and doc[t.i + 1].lower_ in _SCALE_WORDS
-            )
+            or (t.lower_ in ("a", "an") and j + 1 < n and forms[j + 1].lower_ in _SCALE_WORDS)
         ):
-            run.append(t)
+            run.append(j)
             continue
-        if run and any(r.is_alpha and (r.like_num or r.lower_ == "half") for r in run):
-            start, end = run[0].idx, run[-1].idx + len(run[-1].text)
+        if run and any(forms[r].is_alpha and (forms[r].like_num or forms[r].lower_ == "half")
+                       for r in run):  # fmt: skip
+            start, end = offsets[run[0]], offsets[run[-1]] + len(forms[run[-1]].text)
             quantity = parse_quantity(text[start:end])
             if quantity is not None:
                 found.append((quantity, start, end))
-        if any(r.text == "%" or r.lower_ == "percent" for r in run):  # "3-5%": 3 % and 5 %
+        if any(forms[r].text == "%" or forms[r].lower_ == "percent" for r in run):  # "3-5%"
             for r in run:
-                if r.like_num and not r.is_alpha:
-                    quantity = parse_quantity(r.text + "%")
+                if forms[r].like_num and not forms[r].is_alpha:
+                    quantity = parse_quantity(forms[r].text + "%")
                     if quantity is not None:
-                        found.append((quantity, r.idx, r.idx + len(r.text)))
+                        found.append((quantity, offsets[r], offsets[r] + len(forms[r].text)))
         run = []
     return found
 
 
-def _is_date_core(token: Word) -> bool:
+def _is_date_core(token: Form) -> bool:
     lower = token.lower_
     if lower == "may":  # the modal far more often than the month
         return False
     return lower in _MONTH_WORDS or bool(_YEAR_TOKEN.match(lower) or _DATE_TOKEN.match(lower))
 
 
-def _date_spans(doc: Sequence[Word], text: str) -> list[tuple[DatePoint, int, int]]:
+def _date_spans(
+    doc: Sequence[Form], offsets: Sequence[int], text: str
+) -> list[tuple[DatePoint, int, int]]:
     """Runs of tokens around a month name, a year or an ISO / slash date, with day numbers
     and ``,``/``of``/``the`` between them, read by ``parse_date``."""
     found = []
@@ -326,8 +336,7 @@ def _date_spans(doc: Sequence[Word], text: str) -> list[tuple[DatePoint, int, in
             ))
         ):  # fmt: skip
             end += 1
-        first, last = doc[start], doc[end - 1]
-        s, e = first.idx, last.idx + len(last.text)
+        s, e = offsets[start], offsets[end - 1] + len(doc[end - 1].text)
         point = parse_date(text[s:e])
         if not point.empty:
             found.append((point, s, e))
