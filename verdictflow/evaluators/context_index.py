@@ -310,36 +310,36 @@ def _is_date_core(token: Form) -> bool:
 
 
 def _date_spans(
-    doc: Sequence[Form], offsets: Sequence[int], text: str
+    forms: Sequence[Form], offsets: Sequence[int], text: str
 ) -> list[tuple[DatePoint, int, int]]:
     """Runs of tokens around a month name, a year or an ISO / slash date, with day numbers
     and ``,``/``of``/``the`` between them, read by ``parse_date``."""
     found = []
-    n = len(doc)
+    n = len(forms)
     i = 0
     while i < n:
-        t = doc[i]
+        t = forms[i]
         month_may = t.lower_ == "may" and (
-            (i + 1 < n and doc[i + 1].like_num) or (i > 0 and doc[i - 1].like_num)
+            (i + 1 < n and forms[i + 1].like_num) or (i > 0 and forms[i - 1].like_num)
         )
         if not (_is_date_core(t) or month_may):
             i += 1
             continue
         start = i
         while start > 0 and (
-            _DAY_TOKEN.match(doc[start - 1].lower_) or doc[start - 1].lower_ in ("the", "of")
+            _DAY_TOKEN.match(forms[start - 1].lower_) or forms[start - 1].lower_ in ("the", "of")
         ):
             start -= 1
         end = i + 1
         while end < n and (
-            _is_date_core(doc[end])
-            or _DAY_TOKEN.match(doc[end].lower_)
-            or (doc[end].lower_ in _DATE_GLUE and end + 1 < n and (
-                _is_date_core(doc[end + 1]) or _DAY_TOKEN.match(doc[end + 1].lower_)
+            _is_date_core(forms[end])
+            or _DAY_TOKEN.match(forms[end].lower_)
+            or (forms[end].lower_ in _DATE_GLUE and end + 1 < n and (
+                _is_date_core(forms[end + 1]) or _DAY_TOKEN.match(forms[end + 1].lower_)
             ))
         ):  # fmt: skip
             end += 1
-        s, e = offsets[start], offsets[end - 1] + len(doc[end - 1].text)
+        s, e = offsets[start], offsets[end - 1] + len(forms[end - 1].text)
         point = parse_date(text[s:e])
         if not point.empty:
             found.append((point, s, e))
