@@ -7,8 +7,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from verdictflow.context_store import open_store
 from verdictflow.evaluators import completeness, relevance
-from verdictflow.evaluators.answer_analysis import CACHE_BYTES, COMPONENTS, AnswerAnalyzer
+from verdictflow.evaluators.answer_analysis import (
+    CACHE_BYTES,
+    COMPONENTS,
+    AnswerAnalyzer,
+    IndexStore,
+)
 from verdictflow.evaluators.answer_verdicts import ScoringContext
 from verdictflow.evaluators.policy import Policy
 from verdictflow.idf_stats import resolve_stats
@@ -22,24 +28,42 @@ class Scoring:
     analyzer: AnswerAnalyzer
 
 
-def load_scoring(policy: Policy, idf_stats: str | Path | None = "default") -> Scoring:
+def load_scoring(
+    policy: Policy,
+    idf_stats: str | Path | None = "default",
+    *,
+    data_dir: Path | None = None,
+    store_bytes: int = 0,
+) -> Scoring:
     """The scoring context and analyzer for ``policy``. spaCy is loaded once per process, on
     the analyzer's first batch: a process that never parses (a lexical-tier worker, calibrating
     groundedness) never loads it; the config digest takes the model's version from its
-    meta.json, the same string the loaded pipeline gives (``tests/test_nlp.py``)."""
+    meta.json, the same string the loaded pipeline gives (``tests/test_nlp.py``).
+
+    With a ``data_dir`` and ``store_bytes`` > 0, context indexes are also kept in the data
+    dir's store (:mod:`verdictflow.context_store`), read back after a restart; workers and
+    ``eval answers`` pass their settings, validation and training keep to memory."""
+    nlp_version = installed_pipeline_version(COMPONENTS)
     ctx = ScoringContext(
         policy,
         background=resolve_stats(idf_stats),
-        nlp_version=installed_pipeline_version(COMPONENTS),
+        nlp_version=nlp_version,
         lexicon_version=lexicon_version(),
     )
-    analyzer = new_analyzer(policy)
+    store = (
+        open_store(data_dir, policy.hallucination.context_index, nlp_version, store_bytes)
+        if data_dir is not None
+        else None
+    )
+    analyzer = new_analyzer(policy, store=store)
     relevance.analyze("warm up")  # import scikit-learn now, not inside the first batch
     completeness.keywords("warm up")  # and NLTK (~1 s), which stalled the first batch
     return Scoring(ctx, analyzer)
 
 
-def new_analyzer(policy: Policy, cache_bytes: int = CACHE_BYTES) -> AnswerAnalyzer:
+def new_analyzer(
+    policy: Policy, cache_bytes: int = CACHE_BYTES, store: IndexStore | None = None
+) -> AnswerAnalyzer:
     """An analyzer with the policy's anchor and context-index options, over the process's one
     spaCy pipeline (``verdictflow.nlp.load_pipeline``, loaded on its first batch and shared
     with every other analyzer and the judges' parser), with its own context cache: an analyzer
@@ -51,4 +75,5 @@ def new_analyzer(policy: Policy, cache_bytes: int = CACHE_BYTES) -> AnswerAnalyz
         context_index=policy.hallucination.context_index,
         cache_bytes=cache_bytes,
         lexicon=LazyLexicon(),
+        store=store,
     )

@@ -42,6 +42,9 @@ class Settings(BaseSettings):
     replication_factor: Annotated[int, Field(ge=1)] = 1
     store: str = "memory://"
     data_dir: Path = Path(".verdictflow")
+    #: Bytes of context evidence indexes kept in ``data_dir/context-indexes.sqlite3`` across
+    #: restarts (NLP tier and ``eval answers``; oldest out first); 0 keeps them in memory only.
+    context_store_bytes: Annotated[int, Field(ge=0)] = 512 * 1024 * 1024
     policy: Path | None = None
     #: Background term statistics for relevance: a file from ``verdictflow build-idf``,
     #: ``default`` (the shipped file) or ``none`` (every term weighs 1).

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sqlite3
 from importlib import resources
 from pathlib import Path
 
@@ -13,6 +15,7 @@ from typer.testing import CliRunner
 from tests.support.paths import ROOT
 from tests.support.processes import run_verdictflow
 from verdictflow.cli import app
+from verdictflow.context_store import FILE_NAME
 from verdictflow.scoring_jobs.batch.topic_schemas import TOPIC_VALUE_MODELS
 
 runner = CliRunner()
@@ -37,12 +40,23 @@ def test_eval_table_format_shows_four_decimals():
 
 
 def test_eval_is_byte_stable_across_processes(tmp_path):
-    def run() -> str:
-        return run_verdictflow("eval", "answers", str(SPEC_FILE), check=True).stdout
+    """The second run reads its context indexes from the store the first one wrote."""
+    env = {**os.environ, "VERDICTFLOW_DATA_DIR": str(tmp_path / "data")}
 
-    first, second = run(), run()
+    def run(*flags: str) -> str:
+        return run_verdictflow("eval", "answers", str(SPEC_FILE), *flags, env=env, check=True)
+
+    first = run().stdout
+    store = tmp_path / "data" / FILE_NAME
+    with sqlite3.connect(store) as db:
+        (rows,) = db.execute("SELECT COUNT(*) FROM evidence_indexes").fetchone()
+    assert rows == 6, "each of the sample's six distinct contexts indexed once and kept"
+    second = run().stdout
     assert first == second
     assert first.count("\n") == 63  # 11 answers x 5 per-answer kinds + 8 consistency
+    store.unlink()
+    assert run("--no-context-store").stdout == first
+    assert not store.exists()
 
 
 def test_eval_reports_malformed_lines_as_dead_letters():

@@ -6,11 +6,13 @@ evaluation byte for byte, and malformed records are dead-lettered once."""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 
 import orjson
 import pytest
 
 from tests.support.verdict_collection import collect
+from verdictflow.context_store import FILE_NAME
 from verdictflow.evaluators.kinds import Tier, answer_kinds
 from verdictflow.evaluators.policy import load_policy
 from verdictflow.samples.traffic import generate
@@ -53,3 +55,6 @@ def test_lexical_tier_alone_then_nlp_tier_later(settings_factory, worker_factory
     differing = [vid for vid, values in verdicts.items() if values[0] != expected[vid]]
     assert not differing, f"{len(differing)} verdicts differ from the offline evaluation"
     assert len(dead) == traffic.malformed, "the NLP tier dead-letters nothing more"
+    with sqlite3.connect(nlp.data_dir / FILE_NAME) as db:
+        (stored,) = db.execute("SELECT COUNT(*) FROM evidence_indexes").fetchone()
+    assert stored > 0, "the NLP tier keeps its context indexes in its data dir"

@@ -27,7 +27,7 @@ from typing import Any
 import faust
 
 from verdictflow.agents.names import SUMMARIES_AGENT
-from verdictflow.evaluators.answer_analysis import AnswerAnalyzer
+from verdictflow.evaluators.answer_analysis import AnswerAnalyzer, IndexStore
 from verdictflow.evaluators.answer_verdicts import ScoringContext
 from verdictflow.evaluators.policy import Policy
 from verdictflow.evaluators.summary_judges.verdicts import JudgeContext, Parser
@@ -49,9 +49,10 @@ logger = logging.getLogger(__name__)
 ARTICLE_CACHE_BYTES = 64 * 1024 * 1024
 
 
-def summary_analyzer(policy: Policy) -> AnswerAnalyzer:
-    """The faithfulness analyzer of the summaries agent."""
-    return new_analyzer(policy, cache_bytes=ARTICLE_CACHE_BYTES)
+def summary_analyzer(policy: Policy, store: IndexStore | None = None) -> AnswerAnalyzer:
+    """The faithfulness analyzer of the summaries agent (over the answers' context store,
+    when the worker has one: an article is a context like any other)."""
+    return new_analyzer(policy, cache_bytes=ARTICLE_CACHE_BYTES, store=store)
 
 
 def register(

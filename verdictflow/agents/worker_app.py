@@ -9,6 +9,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
@@ -93,7 +94,10 @@ def create_app(
     }
     topics = declare_topics(app, settings)
     if scoring is None:
-        scoring = load_scoring(policy, settings.idf_stats)
+        scoring = load_scoring(
+            policy, settings.idf_stats, data_dir=settings.data_dir,
+            store_bytes=settings.context_store_bytes,
+        )  # fmt: skip
     ctx = scoring.ctx
     otlp = None
     if settings.otlp_endpoint:
@@ -122,7 +126,10 @@ def create_app(
         )
         answers.register(app, topics, new_outbox, ctx, settings, scoring.analyzer, tier, progress)
         consistency.register(app, topics, new_outbox, ctx, settings, progress)
-        summaries.register(app, topics, new_outbox, ctx, settings)
+        summaries.register(
+            app, topics, new_outbox, ctx, settings,
+            analyzer=partial(summaries.summary_analyzer, store=scoring.analyzer.store),
+        )  # fmt: skip
         traces.register(app, topics, new_outbox, settings)
         doc_quality.register(
             app,
@@ -189,9 +196,12 @@ def create_apps(
         tiers = [Tier.LEXICAL, Tier.NLP] + ([Tier.JUDGE] if judge.configured else [])
     else:
         tiers = [Tier(settings.tier)]
-    scoring = load_scoring(policy, settings.idf_stats)
+    scoring = load_scoring(
+        policy, settings.idf_stats, data_dir=settings.data_dir,
+        store_bytes=settings.context_store_bytes,
+    )  # fmt: skip
     if metrics is not None and Tier.NLP in tiers:
-        metrics.watch_context_cache(scoring.analyzer.cache)
+        metrics.watch_context_cache(scoring.analyzer.cache, scoring.analyzer.store)
     return [
         create_app(
             settings,

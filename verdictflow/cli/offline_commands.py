@@ -42,9 +42,19 @@ def eval_answers(
             "VERDICTFLOW_JUDGE_* names another)"
         ),
     ] = None,
+    context_store: Annotated[
+        bool,
+        typer.Option(
+            "--context-store/--no-context-store",
+            help="read and keep context indexes in the data dir's store "
+            "(VERDICTFLOW_DATA_DIR, default .verdictflow; VERDICTFLOW_CONTEXT_STORE_BYTES), as "
+            "workers do: contexts indexed by an earlier run or a worker are not indexed again",
+        ),
+    ] = True,
 ) -> None:
     """Score answers offline with the agents' code: one verdict per line on stdout,
     dead letters on stderr."""
+    from verdictflow.cli.options import build_settings
     from verdictflow.evaluators.policy import load_policy
     from verdictflow.scoring_jobs.batch.eval_answers import evaluate_answers
     from verdictflow.scoring_setup import load_scoring
@@ -52,7 +62,11 @@ def eval_answers(
     if judge not in (None, "local"):
         raise typer.BadParameter("--judge takes one value: local")
     loaded = load_policy(policy)
-    scoring = load_scoring(loaded, idf_stats)
+    settings = build_settings()
+    scoring = load_scoring(
+        loaded, idf_stats, data_dir=settings.data_dir if context_store else None,
+        store_bytes=settings.context_store_bytes,
+    )  # fmt: skip
     lines = file.read_bytes().splitlines()
     outputs = list(evaluate_answers(lines, scoring, source=str(file)))
     verdicts = [o.verdict for o in outputs if o.verdict is not None]

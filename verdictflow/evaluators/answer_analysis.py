@@ -8,7 +8,11 @@ pipeline: :mod:`~verdictflow.evaluators.context_index` builds their index from t
 a rule-based sentencizer and the rule lemmatizer, and ``parse`` (the former path) runs the
 full pipeline over them. Indexes are cached by the context's content hash, bounded by bytes of
 context text, since retrieval returns the same documents again and again; an index depends
-only on the text and the mode, so caching cannot change a verdict.
+only on the text and the mode, so caching cannot change a verdict. A driver may also hand the
+analyzer an :class:`IndexStore` (``verdictflow.context_store``: SQLite under the data dir), so
+an index built once is read back after a restart instead of built again (issue 41); stored
+indexes are exact (:mod:`~verdictflow.evaluators.evidence_codec`), and one that does not decode
+is built again.
 
 Deterministic but not pure in the strict sense: it holds the loaded pipeline, which drivers
 load once per process (``verdictflow.nlp.load_pipeline``) and pass in.
@@ -17,15 +21,17 @@ load once per process (``verdictflow.nlp.load_pipeline``) and pass in.
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from verdictflow.evaluators.anchors import Anchor, HedgedClaim, extract_anchors
 from verdictflow.evaluators.answer_claims import AnswerSentence, WordRelations, answer_sentences
 from verdictflow.evaluators.claim_alignment import Coverages, claim_coverages, supporting_sentences
 from verdictflow.evaluators.context_index import ContextIndexer
+from verdictflow.evaluators.evidence_codec import decode_index, encode_index
 from verdictflow.evaluators.evidence_index import (
     EvidenceIndex,
     build_evidence_index,
@@ -35,6 +41,8 @@ from verdictflow.evaluators.faithfulness_signals import SentenceRelations
 from verdictflow.evaluators.relation_frames import MAX_SUPPORT_CHARS, Frame, frame
 from verdictflow.evaluators.relations import checkable
 from verdictflow.models.events import AnswerEvent
+
+logger = logging.getLogger(__name__)
 
 #: Components the hallucination check uses (the rest of the pipeline stays disabled).
 COMPONENTS = ("tok2vec", "tagger", "parser", "attribute_ruler", "lemmatizer", "ner")
@@ -107,6 +115,19 @@ class ContextCache:
             self.bytes -= len(evicted.text) * INDEX_BYTES_PER_CHAR
 
 
+class IndexStore(Protocol):
+    """Encoded evidence indexes kept outside the process, by the SHA-256 of their text (the
+    driver's side: the store decides where, for how long and under which version key)."""
+
+    def read(self, keys: Sequence[bytes]) -> dict[bytes, bytes]:
+        """The stored bodies of those ``keys`` it has (a failing store returns none)."""
+        ...
+
+    def write(self, entries: Sequence[tuple[bytes, bytes]]) -> None:
+        """Keep ``(key, body)`` entries (best effort: a failing store drops them)."""
+        ...
+
+
 class AnswerAnalyzer:
     """Batch parser of answers, with a bounded cache of context evidence indexes."""
 
@@ -121,6 +142,7 @@ class AnswerAnalyzer:
         batch_size: int = 64,
         lexicon: WordRelations | None = None,
         relations: bool = True,
+        store: IndexStore | None = None,
     ) -> None:
         self.nlp = nlp
         #: Parse each claim's best-supporting context sentence for the relation signals
@@ -132,6 +154,9 @@ class AnswerAnalyzer:
         self.context_index = context_index
         self.batch_size = batch_size
         self.cache = ContextCache(cache_bytes)
+        self.store = store
+        #: Stored bodies that did not decode (built again and written over).
+        self.store_rejects = 0
         self._indexer: ContextIndexer | None = None
         self._support_frames: OrderedDict[str, Frame] = OrderedDict()
 
@@ -156,12 +181,35 @@ class AnswerAnalyzer:
                 found[text] = cached
             else:
                 missing[text] = key
-        for (text, key), index in zip(
-            missing.items(), self._index_missing(list(missing)), strict=True
-        ):
+        if missing and self.store is not None:
+            for text, index in self._stored(missing).items():
+                found[text] = index
+                self.cache.put(missing.pop(text), index)
+        built = self._index_missing(list(missing)) if missing else []
+        for (text, key), index in zip(missing.items(), built, strict=True):
             found[text] = index
             self.cache.put(key, index)
+        if missing and self.store is not None:
+            self.store.write([(key, encode_index(index)) for key, index in
+                              zip(missing.values(), built, strict=True)])  # fmt: skip
         return found
+
+    def _stored(self, missing: dict[str, bytes]) -> dict[str, EvidenceIndex]:
+        """The indexes of ``missing`` texts the store has and that decode for their text."""
+        assert self.store is not None
+        bodies = self.store.read(list(missing.values()))
+        out = {}
+        for text, key in missing.items():
+            body = bodies.get(key)
+            if body is None:
+                continue
+            try:
+                out[text] = decode_index(body, text)
+            except ValueError as exc:
+                self.store_rejects += 1
+                logger.warning("stored evidence index %s not used (%s): built again",
+                               key.hex()[:16], exc)  # fmt: skip
+        return out
 
     def analyze(self, events: Sequence[AnswerEvent]) -> list[ParsedAnswer]:
         """One :class:`ParsedAnswer` per event, in order."""

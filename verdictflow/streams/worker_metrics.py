@@ -180,9 +180,10 @@ class WorkerMetrics:
                 self.lag.labels(*labels).set(max(0, end - done))
                 held.add(labels)
 
-    def watch_context_cache(self, cache: Any) -> None:
-        """Export the NLP tier's context cache (:class:`ContextCacheCollector`)."""
-        self.registry.register(ContextCacheCollector(cache))
+    def watch_context_cache(self, cache: Any, store: Any = None) -> None:
+        """Export the NLP tier's context cache and its store on disk, when it has one
+        (:class:`ContextCacheCollector`)."""
+        self.registry.register(ContextCacheCollector(cache, store))
 
     def serve(self, port: int, host: str = "127.0.0.1", token: str | None = None) -> None:
         """Expose ``/metrics`` on ``host:port`` from a daemon thread (behind the bearer
@@ -240,10 +241,13 @@ class ContextCacheCollector(Collector):  # type: ignore[misc]
     """The NLP tier's context-index cache (``evaluators/answer_analysis.ContextCache``), read at
     scrape time: ``vf_context_cache_{hits,misses}_total``, ``vf_context_cache_bytes``
     (estimated memory of the cached indexes) and ``vf_context_cache_entries``.
-    hits / (hits + misses) is the share of contexts that did not need indexing."""
+    hits / (hits + misses) is the share of contexts that did not need indexing. With a store
+    (``verdictflow.context_store``), the memory cache's misses go to it:
+    ``vf_context_store_{hits,misses,errors}_total`` and ``vf_context_store_bytes``."""
 
-    def __init__(self, cache: Any) -> None:
+    def __init__(self, cache: Any, store: Any = None) -> None:
         self._cache = cache
+        self._store = store
 
     def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
         cache = self._cache
@@ -260,6 +264,19 @@ class ContextCacheCollector(Collector):  # type: ignore[misc]
         yield GaugeMetricFamily(
             "vf_context_cache_entries", "Context indexes in the cache", value=len(cache)
         )
+        store = self._store
+        if store is None:
+            return
+        for name, text, value in (
+            ("hits", "Context indexes read back from the store", store.hits),
+            ("misses", "Context indexes the store did not have", store.misses),
+            ("errors", "Store reads and writes that failed (indexes built instead)", store.errors),
+        ):
+            yield CounterMetricFamily(f"vf_context_store_{name}", text, value=value)
+        yield GaugeMetricFamily(
+            "vf_context_store_bytes", "Bytes of stored (compressed) context indexes",
+            value=store.stored_bytes,
+        )  # fmt: skip
 
 
 class MeteredOutbox:
