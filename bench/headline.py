@@ -16,11 +16,17 @@ measured in the same run, with the machine and its load.
    raw ``nlp.pipe``. (Until 2026-11-27 this was the marginal of two command runs, first half
    and whole file: it swung 0.29-0.66x between runs.)
 
-2 and 3 run on contexts that **recur** (drawn from 450 abstracts: each retrieved ~4 times, as
+4. **``eval answers`` after a restart**: the same as 3 with the data dir's context store
+   (``verdictflow/context_store.py``) filled by an earlier, untimed run over the same answers,
+   and a fresh memory cache: what a restarted worker or a second ``eval answers`` over the same
+   retrieved passages pays (every context read back, none indexed). Its verdicts are checked
+   byte-identical to 3's.
+
+2, 3 and 4 run on contexts that **recur** (drawn from 450 abstracts: each retrieved ~4 times, as
 in RAG) and contexts that **rarely** do (drawn from 2,400), each in ``--rounds`` alternating
-rounds of raw ``nlp.pipe``, 2 and 3 (the ratios are the medians of the rounds' ratios). The
+rounds of raw ``nlp.pipe``, 2, 3 and 4 (the ratios are the medians of the rounds' ratios). The
 context cache starts empty in each measurement, so a recurring context is parsed once and a
-rare one every time.
+rare one every time (in 4: read from the store once).
 
     python bench/headline.py [--n 6000] [--pairs 3] [--rag-n 600] [--rounds 2]
 """
@@ -28,6 +34,7 @@ rare one every time.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import logging
 import os
 import statistics
@@ -67,38 +74,50 @@ def lexical_vs_forward(n: int, pairs: int, tmp: Path) -> tuple[float, float, flo
     return statistics.median(forward), statistics.median(lexical), statistics.median(ratios)
 
 
-def eval_answers_rate(lines: list[bytes], policy: Policy) -> float:
+def eval_answers_rate(
+    lines: list[bytes], policy: Policy, store_dir: Path | None = None
+) -> tuple[float, str]:
     """Answers/s of ``eval answers``' own code (:func:`evaluate_answers`: every kind,
     consistency, outputs), in this process with spaCy already loaded and a fresh context
     cache: the command's start-up (imports, loading spaCy) is left out, as raw ``nlp.pipe``'s
-    load is. (A marginal of two command runs, used before, swung 0.29-0.66x between runs.)"""
+    load is. (A marginal of two command runs, used before, swung 0.29-0.66x between runs.)
+    With ``store_dir``, an untimed run first fills that data dir's context store. Also the
+    SHA-256 of the verdicts."""
     warm = load_scoring(policy, "default")
     list(evaluate_answers(lines[:8], warm))  # loads spaCy, NLTK, WordNet
-    scoring = load_scoring(policy, "default")
+    stored = {"data_dir": store_dir, "store_bytes": 1 << 32} if store_dir else {}
+    if store_dir is not None:
+        list(evaluate_answers(lines, load_scoring(policy, "default", **stored)))
+    scoring = load_scoring(policy, "default", **stored)
     start = time.perf_counter()
-    count = sum(1 for _ in evaluate_answers(lines, scoring))
-    assert count >= len(lines), "every answer gives verdicts"
-    return len(lines) / (time.perf_counter() - start)
+    verdicts = [o.verdict for o in evaluate_answers(lines, scoring) if o.verdict is not None]
+    rate = len(lines) / (time.perf_counter() - start)
+    assert len(verdicts) >= len(lines), "every answer gives verdicts"
+    digest = hashlib.sha256(b"\n".join(v.model_dump_json().encode() for v in verdicts))
+    return rate, digest.hexdigest()
 
 
 def interleaved(
-    events: list[AnswerEvent], policy: Policy, rounds: int
-) -> tuple[float, float, float, float, float]:
-    """(raw, NLP tier, eval answers) answers/s, medians over ``rounds`` alternating rounds,
-    and the medians of the rounds' two ratios: the VM's drift hits all three alike."""
+    events: list[AnswerEvent], policy: Policy, rounds: int, tmp: Path
+) -> dict[str, float]:
+    """Answers/s of raw ``nlp.pipe``, the NLP tier, ``eval answers`` and ``eval answers``
+    after a restart (store filled), medians over ``rounds`` alternating rounds, and the
+    medians of the rounds' ratios to raw: the VM's drift hits all four alike."""
     lines = [encode(e) for e in events]
-    raw, nlp, whole, nlp_ratio, whole_ratio = [], [], [], [], []
-    for _ in range(rounds):
+    rates: dict[str, list[float]] = {k: [] for k in ("raw", "nlp", "whole", "restarted")}
+    ratios: dict[str, list[float]] = {k: [] for k in ("nlp", "whole", "restarted")}
+    for i in range(rounds):
         r = raw_pipe_rate(events)
         n = offline_rate(events, policy)
-        w = eval_answers_rate(lines, policy)
-        raw.append(r)
-        nlp.append(n)
-        whole.append(w)
-        nlp_ratio.append(n / r)
-        whole_ratio.append(w / r)
+        w, cold = eval_answers_rate(lines, policy)
+        s, warm = eval_answers_rate(lines, policy, tmp / f"store-{id(events)}-{i}")
+        assert warm == cold, "verdicts with a filled context store differ from those without"
+        for key, value in (("raw", r), ("nlp", n), ("whole", w), ("restarted", s)):
+            rates[key].append(value)
+            if key != "raw":
+                ratios[key].append(value / r)
     med = statistics.median
-    return med(raw), med(nlp), med(whole), med(nlp_ratio), med(whole_ratio)
+    return {k: med(v) for k, v in rates.items()} | {f"{k} ratio": med(v) for k, v in ratios.items()}
 
 
 def main() -> None:
@@ -124,11 +143,14 @@ def main() -> None:
         events = rag_events(args.data, args.rag_n, pool)
         distinct = len({c.text for e in events for c in e.context_passages})
         print(f"2/3. {shape}: {len(events)} answers, {distinct} distinct contexts", flush=True)
-        raw, nlp, whole, nlp_ratio, whole_ratio = interleaved(events, policy, args.rounds)
-        rows.append((f"NLP tier vs raw nlp.pipe, {shape}", f"{nlp:.1f}", f"{raw:.1f}", nlp_ratio))
-        rows.append(
-            (f"eval answers vs raw nlp.pipe, {shape}", f"{whole:.1f}", f"{raw:.1f}", whole_ratio)
-        )
+        got = interleaved(events, policy, args.rounds, tmp)
+        raw = f"{got['raw']:.1f}"
+        for key, name in (
+            ("nlp", "NLP tier vs raw nlp.pipe"),
+            ("whole", "eval answers vs raw nlp.pipe"),
+            ("restarted", "eval answers, store filled, vs raw"),
+        ):
+            rows.append((f"{name}, {shape}", f"{got[key]:.1f}", raw, got[f"{key} ratio"]))
 
     print(f"\nheadline ratios, {started:%Y-%m-%d}, load {os.getloadavg()[0]:.2f} at the end")
     print(f"{'measure':<52}{'answers/s':>11}{'reference/s':>13}{'ratio':>8}")

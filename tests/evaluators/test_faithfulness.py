@@ -174,6 +174,29 @@ def test_a_fact_the_context_writes_apart_is_not_fabricated(scoring, answer, fact
     assert faithfulness_signals(wrong, parsed, scoring.ctx).values["fabricated_facts"] > 0.0
 
 
+@pytest.mark.parametrize(
+    ("context", "stated", "made_up", "signal"),
+    [
+        # as in BEGIN WoW and TopicalChat: a name the context spells out; each FAILed as a
+        # made-up name before (issue 43)
+        ("The song became a number one hit in the United States in 1956.",
+         "The song was a number one hit in the US in 1956.",
+         "The song was a number one hit in the UK in 1956.", "novel_named_share"),
+        ("The National Football League has 32 teams.",
+         "The NFL has 32 teams.", "The NBA has 32 teams.", "novel_named_share"),
+    ],
+)  # fmt: skip
+def test_a_name_the_context_spells_out_is_not_novel(
+    scoring, context, stated, made_up, signal
+) -> None:
+    kept = score(scoring, stated, [context])
+    assert kept.decision is Decision.PASS, kept.evidence
+    assert not findings(kept, signal)
+    wrong = score(scoring, made_up, [context])
+    assert wrong.decision is Decision.FAIL, wrong.evidence
+    assert wrong.evidence["drivers"][0] in {signal, "novel_propn", "fabricated_facts"}
+
+
 def test_a_date_made_of_numbers_the_context_has_apart_is_still_fabricated(scoring) -> None:
     context = "The museum reopened on 12 March 2021. Repairs cost 5 million euros."
     for answer, made_up in (

@@ -182,3 +182,22 @@ def test_evidence_index_phrase_search_returns_character_spans() -> None:
     start, end = index.find_phrase(("ada", "lovelace"))  # type: ignore[misc]
     assert index.text[start:end] == "Ada Lovelace"
     assert index.find_phrase(("lovelace", "ada")) is None
+
+
+def test_an_acronym_is_found_as_the_name_it_spells_out() -> None:
+    from verdictflow.evaluators.evidence_index import build_evidence_index
+    from verdictflow.nlp import load_pipeline
+
+    index = build_evidence_index(
+        load_pipeline()(
+            "It is spring in the United States. The Department of Defense and the "
+            "National Football League met in San Francisco."
+        )
+    )
+    found = {a: index.find_acronym(a) for a in ("US", "nfl", "SF", "DoD", "is", "UK", "NFLX")}
+    assert {a: index.text[s[0] : s[1]] for a, s in found.items() if s} == {
+        "US": "United States",
+        "nfl": "National Football League",
+        "SF": "San Francisco",
+    }
+    assert index.find_acronym("a") is None  # one letter is no acronym

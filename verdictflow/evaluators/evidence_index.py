@@ -26,6 +26,9 @@ from verdictflow.evaluators.quantities import (
 )
 
 Span = tuple[int, int]
+#: The longest acronym :meth:`EvidenceIndex.find_acronym` expands.
+ACRONYM_MAX_LETTERS = 6
+_ACRONYM_CONNECTORS = frozenset({"of", "and", "the", "for", "&"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +98,31 @@ class EvidenceIndex:
                 positions.setdefault((quantity.percent, value), i)
             self._by_value[significant] = positions
         return positions
+
+    def find_acronym(self, letters: str) -> Span | None:
+        """Character span of the first run of capitalised words whose initials spell
+        ``letters`` (2-6 letters: "US" in "the United States", "SF" in "San Francisco", "NFL"
+        in "National Football League"), connectors ("of", "and", "the", "for", "&") allowed
+        between them. Capitalised only: a name's short form stands for a name, and lowercase
+        runs match by chance ("is" in "in spring")."""
+        letters = letters.lower()
+        if not (2 <= len(letters) <= ACRONYM_MAX_LETTERS and letters.isalpha()):
+            return None
+        words, spans, text = self.words, self.word_spans, self.text
+        for first in range(len(words)):
+            if words[first][:1] != letters[0] or not text[spans[first][0]].isupper():
+                continue
+            matched, position = 1, first + 1
+            while matched < len(letters) and position < len(words):
+                word = words[position]
+                if word[:1] == letters[matched] and text[spans[position][0]].isupper():
+                    matched += 1
+                elif word not in _ACRONYM_CONNECTORS:
+                    break
+                position += 1
+            if matched == len(letters):
+                return spans[first][0], spans[position - 1][1]
+        return None
 
     def find_phrase(self, words: tuple[str, ...]) -> Span | None:
         """Character span of the first occurrence of ``words`` as consecutive words."""

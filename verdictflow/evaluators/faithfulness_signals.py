@@ -233,7 +233,7 @@ def compute_signals(
     candidates = context_sentences(contexts)
     all_terms: frozenset[str] = frozenset().union(*(c.terms for c in candidates))
     numbers = _context_numbers(contexts)
-    novel = _novel_tokens(sentences, all_terms, numbers)
+    novel = _novel_tokens(sentences, all_terms, numbers, contexts)
     _anchor_signals(result, novel, numbers, values, findings)
     _novelty_signals(sentences, answer_text, novel, values, findings)
     negated_clauses = _relation_signals(relations, answer_text, values, findings)
@@ -350,15 +350,24 @@ def _novel_tokens(
     sentences: Sequence[AnswerSentence],
     all_terms: frozenset[str],
     numbers: frozenset[tuple[str, ...]],
+    contexts: Sequence[EvidenceIndex],
 ) -> list[AnswerToken]:
-    """Answer words the contexts never contain: not as a word or a lemma, and, for a word with
-    digits, not as its digits in any separator or unit ("98.7" is in "98. 7 per cent")."""
+    """Answer words the contexts never contain: not as a word or a lemma; for a word with
+    digits, not as its digits in any separator or unit ("98.7" is in "98. 7 per cent"); for a
+    name of 2-6 letters, not as the initials of a name a context spells out ("US" is "the
+    United States"), as the hallucination check reads them.
+
+    Not as a value a context writes in words: "2" against "two" stays novel. Tried (issue 43):
+    a number word anywhere in a long article then vouches for a made-up digit ("beat them 3-1"
+    where the article has "4-1" and, elsewhere, "three") on QAGS XSum."""
 
     def found(token: AnswerToken) -> bool:
         if found_in(token, all_terms):
             return True
         runs = _digit_runs(token.lower)
-        return bool(runs) and runs in numbers
+        if runs:
+            return runs in numbers
+        return token.named and any(c.find_acronym(token.lower) for c in contexts)
 
     return [t for s in sentences for t in s.tokens if not found(t)]
 

@@ -90,9 +90,13 @@ def _find_time(anchor: Anchor, index: EvidenceIndex) -> Span | None:
 
 
 def _find_entity(anchor: Anchor, index: EvidenceIndex) -> Span | None:
+    """The name as written; a person by their surname; a one-word name as the acronym of a
+    name the context spells out ("US" for "the United States")."""
     span = index.find_phrase(anchor.words)
     if span is None and anchor.label == "PERSON" and len(anchor.words) > 1:
         span = index.find_phrase(anchor.words[-1:])
+    if span is None and len(anchor.words) == 1:
+        span = index.find_acronym(anchor.words[0])
     return span
 
 
