@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from verdictflow.evaluators.answer_analysis import (
     COMPONENTS,
@@ -110,3 +112,23 @@ def test_the_worker_exports_the_cache_figures(nlp) -> None:
     assert "vf_context_cache_misses_total 1.0" in text
     assert f"vf_context_cache_bytes {float(len(TEXTS[2]) * INDEX_BYTES_PER_CHAR)}" in text
     assert "vf_context_cache_entries 1.0" in text
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            ["Hello", "world", ".", "!!!", "?", '."', ")", "(", "e.g.", "Dr.", "3.5", "...",
+             "It", "ends", ";", ":", "—", "'", "”", "\n\n", "。", "U.S.", "!?"]
+        ),
+        max_size=30,
+    )
+)  # fmt: skip
+def test_sentences_start_where_spacys_sentencizer_starts_them(nlp, words: list[str]) -> None:
+    from spacy.pipeline import Sentencizer
+
+    indexer = ContextIndexer(nlp)
+    text = " ".join(words)
+    doc = nlp.make_doc(text)
+    forms, _, starts = indexer._tokens(doc)
+    assert starts == ([s.start for s in Sentencizer()(nlp.make_doc(text)).sents] if forms else [])

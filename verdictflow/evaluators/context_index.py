@@ -119,7 +119,10 @@ class ContextIndexer:
                 if lemma and len(pattern) == 1 and "LOWER" in pattern[0]:
                     word = str(pattern[0]["LOWER"]).lower()
                     self._word_exceptions.setdefault(word, set()).add(lemma.lower())
-        self._sentencizer = Sentencizer()
+        # Sentence-final characters of spaCy's rule-based sentencizer, whose rule
+        # (:meth:`_sentence_starts`) is applied to the token arrays here: the pipe itself made
+        # a ``Token`` object per token, a fifth of the indexing time.
+        self._sentence_ends = frozenset(Sentencizer().punct_chars)
         self._lemmas: dict[str, frozenset[str]] = {}
         #: By (orth, norm) id: a word form's attributes, read once.
         self._forms: dict[tuple[int, int], Form] = {}
@@ -138,7 +141,7 @@ class ContextIndexer:
         }
 
     def index(self, text: str) -> EvidenceIndex:
-        doc = self._sentencizer(self._nlp.make_doc(text))
+        doc = self._nlp.make_doc(text)
         forms, offsets, starts = self._tokens(doc)
         kept = [
             (f.lower_, (start, start + len(f.text)))
@@ -177,16 +180,13 @@ class ContextIndexer:
 
     def _tokens(self, doc: Any) -> tuple[list[Form], list[int], list[int]]:
         """The doc's tokens as their forms and character offsets, from one ``to_array``
-        call, and where its sentences start (as ``Doc.sents`` has them: the first at 0, the
-        others where the sentencizer marked a start)."""
-        from spacy.attrs import IDX, NORM, ORTH, SENT_START
+        call, and where its sentences start (:meth:`_sentence_starts`)."""
+        from spacy.attrs import IDX, NORM, ORTH
 
         if not len(doc):
             return [], [], []
         # One column at a time: a column's tolist() is ~70x faster than the 2-D array's.
-        orths, offsets, norms, marks = (
-            column.tolist() for column in doc.to_array([ORTH, IDX, NORM, SENT_START]).T
-        )
+        orths, offsets, norms = (column.tolist() for column in doc.to_array([ORTH, IDX, NORM]).T)
         if len(self._forms) >= LEMMA_CACHE_WORDS:
             self._forms.clear()
         known = self._forms
@@ -196,8 +196,22 @@ class ContextIndexer:
             if form is None:
                 form = known[key] = _form(doc.vocab, *key)
             forms.append(form)
-        starts = [0, *(i for i, mark in enumerate(marks) if i and mark == 1)]
-        return forms, offsets, starts
+        return forms, offsets, self._sentence_starts(forms)
+
+    def _sentence_starts(self, forms: Sequence[Form]) -> list[int]:
+        """Where sentences start, by spaCy's ``Sentencizer`` rule (``Doc.sents`` as that pipe
+        would make them): the first token, and each token that is not punctuation after a
+        sentence-final character ("." "!" "?" ...) since the last start."""
+        ends = self._sentence_ends
+        starts = [0]
+        seen_end = False
+        for i, form in enumerate(forms):
+            if form.text in ends:
+                seen_end = True
+            elif seen_end and not form.is_punct:
+                starts.append(i)
+                seen_end = False
+        return starts
 
     def _candidate_lemmas(self, key: str, doc: Any, i: int) -> frozenset[str]:
         """Every lemma the rule lemmatizer gives the word ``key`` (token ``i`` of ``doc``,
