@@ -98,6 +98,9 @@ class Form(NamedTuple):
     is_stop: bool
     is_alpha: bool
     like_num: bool
+    #: A month name (not "may"), a year, or an ISO / slash date: what a date span is built
+    #: around (:func:`_date_spans`), decided once per form.
+    date_core: bool
 
 
 class ContextIndexer:
@@ -274,6 +277,7 @@ def _form(vocab: Any, orth: int, norm: int) -> Form:
         lexeme.is_stop,
         lexeme.is_alpha,
         lexeme.like_num,
+        _is_date_core(lexeme.lower_),
     )
 
 
@@ -316,8 +320,7 @@ def _number_word_spans(
     return found
 
 
-def _is_date_core(token: Form) -> bool:
-    lower = token.lower_
+def _is_date_core(lower: str) -> bool:
     if lower == "may":  # the modal far more often than the month
         return False
     return lower in _MONTH_WORDS or bool(_YEAR_TOKEN.match(lower) or _DATE_TOKEN.match(lower))
@@ -328,16 +331,16 @@ def _date_spans(
 ) -> list[tuple[DatePoint, int, int]]:
     """Runs of tokens around a month name, a year or an ISO / slash date, with day numbers
     and ``,``/``of``/``the`` between them, read by ``parse_date``."""
-    found = []
+    found: list[tuple[DatePoint, int, int]] = []
     n = len(forms)
-    i = 0
-    while i < n:
-        t = forms[i]
-        month_may = t.lower_ == "may" and (
+    end = 0  # where the last span ended: a candidate inside it was read with it
+    for i in [i for i, t in enumerate(forms) if t.date_core or t.lower_ == "may"]:
+        if i < end:
+            continue
+        month_may = forms[i].lower_ == "may" and (
             (i + 1 < n and forms[i + 1].like_num) or (i > 0 and forms[i - 1].like_num)
         )
-        if not (_is_date_core(t) or month_may):
-            i += 1
+        if not (forms[i].date_core or month_may):
             continue
         start = i
         while start > 0 and (
@@ -346,10 +349,10 @@ def _date_spans(
             start -= 1
         end = i + 1
         while end < n and (
-            _is_date_core(forms[end])
+            forms[end].date_core
             or _DAY_TOKEN.match(forms[end].lower_)
             or (forms[end].lower_ in _DATE_GLUE and end + 1 < n and (
-                _is_date_core(forms[end + 1]) or _DAY_TOKEN.match(forms[end + 1].lower_)
+                forms[end + 1].date_core or _DAY_TOKEN.match(forms[end + 1].lower_)
             ))
         ):  # fmt: skip
             end += 1
@@ -357,7 +360,6 @@ def _date_spans(
         point = parse_date(text[s:e])
         if not point.empty:
             found.append((point, s, e))
-        i = end
     return found
 
 
