@@ -28,7 +28,7 @@ rounds of raw ``nlp.pipe``, 2, 3 and 4 (the ratios are the medians of the rounds
 context cache starts empty in each measurement, so a recurring context is parsed once and a
 rare one every time (in 4: read from the store once).
 
-    python bench/headline.py [--n 6000] [--pairs 3] [--rag-n 600] [--rounds 2]
+    python bench/headline.py [--n 6000] [--pairs 3] [--rag-n 600] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -126,7 +126,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=6000, help="answers per lexical/forward run")
     parser.add_argument("--pairs", type=int, default=3, help="forward/lexical pairs")
     parser.add_argument("--rag-n", type=int, default=600, help="RAG-shaped answers")
-    parser.add_argument("--rounds", type=int, default=2, help="alternating NLP rounds")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating NLP rounds")
     args = parser.parse_args()
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
     tmp = Path(tempfile.mkdtemp(prefix="vf-headline-"))
