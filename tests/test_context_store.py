@@ -75,6 +75,7 @@ def test_a_restarted_analyzer_reads_indexes_back_and_builds_none(nlp, ctx, tmp_p
     assert restarted.store.hits == 3
     assert restarted._indexer is None, "every context came from the store: none was indexed"
     assert restarted.cache.misses == 3
+    assert (tmp_path / FILE_NAME).stat().st_mode & 0o777 == 0o600, "owner-only"
     assert len(restarted.cache) == 3
 
 
@@ -166,4 +167,27 @@ def test_the_worker_exports_the_store_figures(nlp, tmp_path) -> None:
     assert "vf_context_store_errors_total 0.0" in text
     with sqlite3.connect(tmp_path / FILE_NAME) as db:
         (stored,) = db.execute("SELECT SUM(length(body)) FROM evidence_indexes").fetchone()
+        (sizes,) = db.execute("SELECT SUM(size) FROM evidence_indexes").fetchone()
+    assert sizes == stored
     assert f"vf_context_store_bytes {float(stored)}" in text
+
+
+def test_two_writers_on_one_file_lose_nothing(tmp_path) -> None:
+    """Two connections (as two workers on one volume) writing at once: SQLite's lock makes
+    one wait for the other; every entry is kept and no write fails."""
+    import threading
+
+    stores = [store_at(tmp_path), store_at(tmp_path)]
+
+    def write(store: ContextStore, tag: int) -> None:
+        for i in range(60):
+            store.write([(bytes([tag, i]) * 16, bytes([tag, i]) * 500)])
+
+    threads = [threading.Thread(target=write, args=(s, n)) for n, s in enumerate(stores)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [s.errors for s in stores] == [0, 0]
+    keys = [bytes([tag, i]) * 16 for tag in (0, 1) for i in range(60)]
+    assert len(store_at(tmp_path).read(keys)) == 120

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import sqlite3
 import threading
 import zlib
@@ -50,9 +51,11 @@ CREATE TABLE IF NOT EXISTS evidence_indexes (
     namespace TEXT NOT NULL,
     digest BLOB NOT NULL,
     body BLOB NOT NULL,
+    size INTEGER NOT NULL,
     UNIQUE (namespace, digest)
 )
 """
+_TOTAL = "SELECT COALESCE(SUM(size), 0) FROM evidence_indexes"
 
 
 def code_digest() -> str:
@@ -99,6 +102,8 @@ class ContextStore:
         self._bytes = 0
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
+            # Owner-only, like the documents its words come from may need to be.
+            os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
             connection = sqlite3.connect(
                 path, timeout=LOCK_TIMEOUT_SECONDS, check_same_thread=False,
                 isolation_level=None,
@@ -106,9 +111,8 @@ class ContextStore:
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute("PRAGMA synchronous=NORMAL")
             connection.execute(_SCHEMA)
-            (self._bytes,) = connection.execute(
-                "SELECT COALESCE(SUM(length(body)), 0) FROM evidence_indexes"
-            ).fetchone()
+            (total,) = connection.execute(_TOTAL).fetchone()
+            self._bytes = int(total)
             self._connection = connection
         except (OSError, sqlite3.Error) as exc:
             logger.warning(
@@ -165,20 +169,27 @@ class ContextStore:
         drop the oldest rows while the file holds more than ``max_bytes`` of bodies."""
         if self._connection is None or not entries:
             return
-        rows = [(self.namespace, key, zlib.compress(body, COMPRESSION)) for key, body in entries]
+        compressed = [(key, zlib.compress(body, COMPRESSION)) for key, body in entries]
+        rows = [(self.namespace, key, body, len(body)) for key, body in compressed]
         with self._lock:
             try:
                 with self._transaction():
                     self._connection.executemany(
-                        "INSERT OR REPLACE INTO evidence_indexes (namespace, digest, body) "
-                        "VALUES (?, ?, ?)",
+                        "INSERT OR REPLACE INTO evidence_indexes (namespace, digest, body, size) "
+                        "VALUES (?, ?, ?, ?)",
                         rows,
                     )
-                self._bytes += sum(len(body) for *_, body in rows)
+                self._bytes += sum(size for *_, size in rows)
                 if self._bytes > self.max_bytes:
                     self._evict()
             except sqlite3.Error as exc:
                 self._failed("write", exc)
+
+    def _total(self) -> int:
+        """Bytes of stored bodies, counted from the file (every process's rows)."""
+        assert self._connection is not None
+        (total,) = self._connection.execute(_TOTAL).fetchone()
+        return int(total)
 
     def _transaction(self) -> _Transaction:
         assert self._connection is not None
@@ -189,13 +200,10 @@ class ContextStore:
         again from the file: other processes may have written or evicted too)."""
         assert self._connection is not None
         with self._transaction():
-            (total,) = self._connection.execute(
-                "SELECT COALESCE(SUM(length(body)), 0) FROM evidence_indexes"
-            ).fetchone()
-            excess = total - self.max_bytes * 9 // 10
+            excess = self._total() - self.max_bytes * 9 // 10
             last = None
             for rowid, size in self._connection.execute(
-                "SELECT rowid, length(body) FROM evidence_indexes ORDER BY rowid"
+                "SELECT rowid, size FROM evidence_indexes ORDER BY rowid"
             ):
                 if excess <= 0:
                     break
@@ -203,9 +211,7 @@ class ContextStore:
                 last = rowid
             if last is not None:
                 self._connection.execute("DELETE FROM evidence_indexes WHERE rowid <= ?", (last,))
-            (self._bytes,) = self._connection.execute(
-                "SELECT COALESCE(SUM(length(body)), 0) FROM evidence_indexes"
-            ).fetchone()
+            self._bytes = self._total()
         logger.info("context index store %s: oldest entries dropped, %d bytes kept",
                     self.path, self._bytes)  # fmt: skip
 
