@@ -22,6 +22,13 @@ runner = CliRunner()
 SPEC_FILE = Path(str(resources.files("verdictflow") / "samples" / "answers.jsonl"))
 
 
+@pytest.fixture(autouse=True)
+def data_dir(tmp_path, monkeypatch):
+    """``eval answers`` keeps context indexes in the data dir: a temporary one per test, not
+    the checkout's ``.verdictflow``."""
+    monkeypatch.setenv("VERDICTFLOW_DATA_DIR", str(tmp_path / "data"))
+
+
 def test_eval_answers_prints_the_spec_values():
     result = runner.invoke(app, ["eval", "answers", str(SPEC_FILE)])
     assert result.exit_code == 0, result.output
@@ -55,7 +62,8 @@ def test_eval_is_byte_stable_across_processes(tmp_path):
     assert first == second
     assert first.count("\n") == 63  # 11 answers x 5 per-answer kinds + 8 consistency
     store.unlink()
-    assert run("--no-context-store").stdout == first
+    off = runner.invoke(app, ["eval", "answers", str(SPEC_FILE), "--no-context-store"], env=env)
+    assert off.stdout == first
     assert not store.exists()
 
 
