@@ -4,7 +4,7 @@ RAG traffic brings the same retrieved passages again and again, and indexing one
 than parsing a short answer (``docs/benchmarks.md``). The NLP tier's in-memory cache pays that
 once per context per process; this store pays it once per context per *deployment*: a restarted
 or rebalanced worker, or ``eval answers`` run again on the same contexts, reads the index back
-(about 4x faster than building it on SciFact abstracts) instead of building it again.
+instead of building it again (4.8x faster on SciFact abstracts, ``bench/context_store.py``).
 
 - **Exact**: bodies are :func:`~verdictflow.evaluators.evidence_codec.encode_index`'s bytes,
   which decode to an equal index, so a verdict is the same with or without the store. A body
@@ -44,7 +44,8 @@ logger = logging.getLogger(__name__)
 FILE_NAME = "context-indexes.sqlite3"
 #: Seconds a statement waits for another process's lock before the store gives up on it.
 LOCK_TIMEOUT_SECONDS = 2.0
-#: zlib level: 1 is ~4x faster to write than the default and within 10 % of its size here.
+#: zlib level: 1 wrote the 2,864 indexes of the codec check in 0.48 s against the default's
+#: 0.84 s, 8 % larger.
 COMPRESSION = 1
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS evidence_indexes (
