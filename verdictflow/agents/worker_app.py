@@ -48,6 +48,15 @@ def tier_app_id(settings: Settings, tier: Tier) -> str:
     return settings.app_id if tier is Tier.LEXICAL else f"{settings.app_id}-{tier.value}"
 
 
+def _worker_scoring(policy: Policy, settings: Settings) -> Scoring:
+    """The worker's scoring setup: its IDF statistics, and context indexes kept in its data
+    dir's store (``VERDICTFLOW_CONTEXT_STORE_BYTES``)."""
+    return load_scoring(
+        policy, settings.idf_stats, data_dir=settings.data_dir,
+        store_bytes=settings.context_store_bytes,
+    )  # fmt: skip
+
+
 def create_app(
     settings: Settings,
     policy: Policy,
@@ -94,10 +103,7 @@ def create_app(
     }
     topics = declare_topics(app, settings)
     if scoring is None:
-        scoring = load_scoring(
-            policy, settings.idf_stats, data_dir=settings.data_dir,
-            store_bytes=settings.context_store_bytes,
-        )  # fmt: skip
+        scoring = _worker_scoring(policy, settings)
     ctx = scoring.ctx
     otlp = None
     if settings.otlp_endpoint:
@@ -196,10 +202,7 @@ def create_apps(
         tiers = [Tier.LEXICAL, Tier.NLP] + ([Tier.JUDGE] if judge.configured else [])
     else:
         tiers = [Tier(settings.tier)]
-    scoring = load_scoring(
-        policy, settings.idf_stats, data_dir=settings.data_dir,
-        store_bytes=settings.context_store_bytes,
-    )  # fmt: skip
+    scoring = _worker_scoring(policy, settings)
     if metrics is not None and Tier.NLP in tiers:
         metrics.watch_context_cache(scoring.analyzer.cache, scoring.analyzer.store)
     return [

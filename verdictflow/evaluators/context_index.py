@@ -26,8 +26,9 @@ the cost:
   arc is one of the two).
 
 Every pass reads the tokens as :class:`Form` values, one per word form and shared by its
-tokens, and character offsets, made in one go (``Doc.to_array`` of the token ids, offsets,
-norms and sentence starts), not as spaCy ``Token`` objects: each ``Token`` is a Python object
+tokens, and character offsets, made in one go (``Doc.to_array`` of the token ids, offsets and
+norms; sentence starts by the ``Sentencizer``'s rule over those forms), not as spaCy ``Token``
+objects: each ``Token`` is a Python object
 made afresh on every access, and five passes over every context token made them 40 % of the
 NLP tier's time on RAG-shaped traffic with rarely recurring contexts (issue 41). The index is
 the same, value for value.
@@ -281,6 +282,11 @@ def _form(vocab: Any, orth: int, norm: int) -> Form:
     )
 
 
+def _spelled_number(form: Form) -> bool:
+    """A number written as a word ("three", "half"): what makes a run a number-word span."""
+    return form.is_alpha and (form.like_num or form.lower_ == "half")
+
+
 def _number_word_spans(
     forms: Sequence[Form], offsets: Sequence[int], text: str
 ) -> list[tuple[Quantity, int, int]]:
@@ -288,8 +294,7 @@ def _number_word_spans(
     "a"/"an" before a scale word) with at least one alphabetic number word; and every number
     of a run that ends in a percent sign ("3-5%"), as a percentage."""
     found: list[tuple[Quantity, int, int]] = []
-    if not any((f.is_alpha and (f.like_num or f.lower_ == "half")) or f.text == "%"
-               or f.lower_ == "percent" for f in forms):  # fmt: skip
+    if not any(_spelled_number(f) or f.text == "%" or f.lower_ == "percent" for f in forms):
         return found  # every run found below has one of these
     n = len(forms)
     run: list[int] = []
@@ -304,8 +309,7 @@ def _number_word_spans(
         ):
             run.append(j)
             continue
-        if run and any(forms[r].is_alpha and (forms[r].like_num or forms[r].lower_ == "half")
-                       for r in run):  # fmt: skip
+        if run and any(_spelled_number(forms[r]) for r in run):
             start, end = offsets[run[0]], offsets[run[-1]] + len(forms[run[-1]].text)
             quantity = parse_quantity(text[start:end])
             if quantity is not None:
