@@ -467,8 +467,26 @@ def test_questions_back_and_pleasantries_are_not_checked_as_claims(scoring) -> N
     assert stated.score < plain.score
 
 
+def test_an_acknowledgement_is_not_a_claim(scoring) -> None:
+    """A turn that opens by acknowledging the user ("Yeah.", "That's true.", "I see.") is
+    scored on what it goes on to state: the acknowledgement's words are in no context."""
+    fact = "Protesters gathered in front of the Russian embassy in Berlin."
+    plain = score(scoring, fact)
+    for opener in ("Yeah.", "That's true.", "Oh, I see.", "You're right, I didn't know that."):
+        chat = score(scoring, f"{opener} {fact}")
+        assert chat.decision is Decision.PASS, (opener, chat.evidence)
+        assert chat.score == pytest.approx(plain.score, abs=0.02), opener
+    # a sentence with a word of its own still is a claim
+    told = score(scoring, f"That's true for the winter palace. {fact}")
+    assert told.score < plain.score - 0.05
+
+
 def test_a_turn_that_claims_nothing_defers(scoring) -> None:
-    for answer in ("Which embassy do you mean?", "You're welcome, glad I could help!"):
+    for answer in (
+        "Which embassy do you mean?",
+        "You're welcome, glad I could help!",
+        "Yeah, that's true!",
+    ):
         v = score(scoring, answer)
         assert v.decision is Decision.DEFER, answer
         assert v.reasons[0].code is ReasonCode.NO_ANCHORS

@@ -78,6 +78,14 @@ def test_a_swap_is_seen_and_the_faithful_sentence_is_not(
         # an ordinal in a noun phrase is not a superlative claim
         ("The first model sold 200 units in 2001, and the second sold 900 in 2003.",
          "The first model sold 200 units."),
+        # one side's value lost to the tokenizer ("Teacher($1,010,000"): the subject's words
+        # are in both valued parts, so the other part is not guessed to be its value (a BEGIN
+        # false alarm)
+        ("The Average Lifetime Earnings of a Nurse ( $ 2,016,723 ) is higher than the average "
+         "lifetime earnings of a School Teacher($1,010,000 ) and an average Public Librarian "
+         "( $ 912,000 ).",
+         "the average lifetime earnings of a nurse is higher than the average lifetime "
+         "earnings of a school teacher."),
     ],
 )  # fmt: skip
 def test_no_conflict_where_the_relation_holds(nlp: Any, support: str, answer: str) -> None:

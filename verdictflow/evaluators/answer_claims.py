@@ -52,12 +52,17 @@ class AnswerSentence:
 
 
 #: Words of the pleasantries a chat answer wraps its facts in ("Hope that helps!", "Great
-#: question!", "You're welcome"): a sentence made of these and stop words states nothing.
+#: question!", "You're welcome"), and of the acknowledgements a conversational turn opens with
+#: ("Yeah.", "That's true.", "You're right.", "I see.", "I didn't know that."): a sentence
+#: made of these, interjections and stop words states nothing.
 PHATIC_WORDS = frozenset({
     "hope", "help", "helpful", "welcome", "thank", "thanks", "glad", "happy", "sure", "great",
     "good", "nice", "awesome", "cool", "wow", "sorry", "hi", "hello", "hey", "bye", "goodbye",
     "fun", "exciting", "wonderful", "interesting", "question", "sound", "luck", "pleasure",
     "course", "absolutely", "definitely", "fascinating", "amazing", "lovely", "ok", "okay",
+    "yes", "yeah", "yep", "yup", "true", "right", "correct", "agree", "exactly", "indeed",
+    "totally", "oh", "ah", "haha", "lol", "hmm", "see", "know", "think", "guess", "believe",
+    "point", "funny", "crazy", "incredible", "neat", "impressive", "surprising",
 })  # fmt: skip
 #: An exclamation this short without a name or number is a reaction, not a claim ("How
 #: exciting!", "Your dad has good taste!"); "It was the tallest building in the world!" is one.
@@ -83,11 +88,21 @@ def _is_claim(sent: Any) -> bool:
             any(t.lower_ in ("you", "your", "yours") for t in words)
             or (len(words) <= SHORT_QUESTION and not any(_is_named(t) for t in words))
         )
-    if all((t.is_stop and not t.like_num) or t.lemma_.lower() in PHATIC_WORDS for t in words):
-        return False  # "Hope that helps!" (spaCy may take "Hope" for a name)
+    if all(_phatic(t) for t in words):
+        return False  # "Hope that helps!" (spaCy may take "Hope" for a name), "That's true."
     if any(_is_named(t) for t in words):
         return True
     return not (last.endswith("!") and len(words) < SHORT_EXCLAMATION)
+
+
+def _phatic(token: Any) -> bool:
+    """A word a pleasantry or an acknowledgement is made of: a stop word (not a number), an
+    interjection, or one of :data:`PHATIC_WORDS` (as itself or its lemma)."""
+    if token.is_stop and not token.like_num:
+        return True
+    return (
+        token.pos_ == "INTJ" or token.lower_ in PHATIC_WORDS or token.lemma_.lower() in PHATIC_WORDS
+    )
 
 
 def _is_named(token: Any) -> bool:

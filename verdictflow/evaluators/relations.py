@@ -38,6 +38,11 @@ and compared here:
   longer than the Nile" against 6,400 and 6,650 km; with years, "older", "earlier" and "first"
   mean the smaller one. A superlative counts only when it says something of its clause's
   subject ("Patel received the largest share"; not "the patience of the most ardent fan").
+  When only one side is singled out and the sentence states values in two parts, the other
+  side's value is taken from the other part, unless a word of that side is also in the first
+  part ("an engineer earns more than an NFL player" against "an engineer ($5.0M) earns more
+  than an NFL Player($3.0M) and an MLB player ($2.9M)", where the NFL player's value is lost
+  to the tokenizer: a BEGIN false alarm).
 
 Each conflict is a :class:`Conflict` with the answer span and the context sentence, so the
 evidence shows both. Pure: spaCy ``Span`` objects in, plain values out; no model, no I/O.
@@ -248,8 +253,9 @@ def order_conflicts(answer: Frame, support: Frame) -> list[Conflict]:
                 continue
             known = _home(comp.subject if mine is not None else comp.other, segments)
             rest = [i for i in dated if i not in known]
-            if len(rest) != 1:
-                continue
+            unknown = comp.other if mine is not None else comp.subject
+            if len(rest) != 1 or any(w in segments[k].words for k in known for w in unknown):
+                continue  # the unknown side may be in the known side's part: no guess
             found = list(segments[rest[0]].values)
             mine, theirs = (mine, found) if mine is not None else (found, theirs)
         if not mine or not theirs:
