@@ -184,6 +184,10 @@ def test_a_fact_the_context_writes_apart_is_not_fabricated(scoring, answer, fact
          "The song was a number one hit in the UK in 1956.", "novel_named_share"),
         ("The National Football League has 32 teams.",
          "The NFL has 32 teams.", "The NBA has 32 teams.", "novel_named_share"),
+        # a count the context writes in words, before the same word (BEGIN WoW)
+        ("The band has earned two platinum and five gold albums since 1998.",
+         "The band has earned 2 platinum albums since 1998.",
+         "The band has earned 3 platinum albums since 1998.", "novel_number"),
     ],
 )  # fmt: skip
 def test_a_name_the_context_spells_out_is_not_novel(
@@ -195,6 +199,13 @@ def test_a_name_the_context_spells_out_is_not_novel(
     wrong = score(scoring, made_up, [context])
     assert wrong.decision is Decision.FAIL, wrong.evidence
     assert wrong.evidence["drivers"][0] in {signal, "novel_propn", "fabricated_facts"}
+
+
+def test_a_number_word_elsewhere_does_not_vouch_for_a_digit(scoring) -> None:
+    """Only the word before the same next word: "three" in another phrase of the article does
+    not make a made-up "3-1" found (QAGS XSum, issue 43)."""
+    context = "United won 4-1 at home. The club has won three titles in a row."
+    assert findings(score(scoring, "United won 3-1 at home.", [context]), "novel_number")
 
 
 def test_a_date_made_of_numbers_the_context_has_apart_is_still_fabricated(scoring) -> None:

@@ -75,6 +75,7 @@ from verdictflow.evaluators.claim_alignment import (
 )
 from verdictflow.evaluators.evidence_index import EvidenceIndex, Span, context_excerpt
 from verdictflow.evaluators.hallucination import AnchorCheck, HallucinationResult
+from verdictflow.evaluators.quantities import NUMBER_WORDS
 from verdictflow.evaluators.relation_frames import Frame
 from verdictflow.evaluators.relations import conflicts
 from verdictflow.evaluators.sentence_alignment import SentenceCoverage, SentenceIndex
@@ -357,19 +358,32 @@ def _novel_tokens(
     name of 2-6 letters, not as the initials of a name a context spells out ("US" is "the
     United States"), as the hallucination check reads them.
 
-    Not as a value a context writes in words: "2" against "two" stays novel. Tried (issue 43):
-    a number word anywhere in a long article then vouches for a made-up digit ("beat them 3-1"
-    where the article has "4-1" and, elsewhere, "three") on QAGS XSum."""
+    A whole number up to twenty is also found as its word before the same next word ("2
+    platinum" in "two platinum and five gold albums"), never as a number word alone: a number
+    word anywhere in a long article then vouched for a made-up digit ("beat them 3-1" where
+    the article has "4-1" and, elsewhere, "three") on QAGS XSum (issue 43)."""
 
-    def found(token: AnswerToken) -> bool:
+    def found(token: AnswerToken, following: Sequence[AnswerToken]) -> bool:
         if found_in(token, all_terms):
             return True
         runs = _digit_runs(token.lower)
         if runs:
-            return runs in numbers
+            return runs in numbers or _spelled_before(token, following, contexts)
         return token.named and any(c.find_acronym(token.lower) for c in contexts)
 
-    return [t for s in sentences for t in s.tokens if not found(t)]
+    return [t for s in sentences for i, t in enumerate(s.tokens) if not found(t, s.tokens[i + 1 :])]
+
+
+def _spelled_before(
+    token: AnswerToken, following: Sequence[AnswerToken], contexts: Sequence[EvidenceIndex]
+) -> bool:
+    """Whether a context writes ``token`` (digits only, up to twenty) as its word followed by
+    the answer's next word: "2 platinum" and "two platinum"."""
+    word = NUMBER_WORDS.get(int(token.lower)) if token.lower.isdigit() else None
+    if word is None or not following:
+        return False
+    phrase = (word, following[0].lower)
+    return any(c.find_phrase(phrase) is not None for c in contexts)
 
 
 def _novelty_signals(
