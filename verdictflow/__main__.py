@@ -1,4 +1,4 @@
 from verdictflow.cli import main
 
-if __name__ == "__main__":  # not when a spawned helper process imports it
+if __name__ == "__main__":  # not when imported (a spawned multiprocessing child imports it)
     main()

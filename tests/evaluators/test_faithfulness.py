@@ -512,3 +512,12 @@ def test_a_swapped_role_fails_with_the_supporting_sentence_as_evidence(scoring) 
     assert swapped.decision is Decision.FAIL, swapped.evidence
     (finding,) = [f for f in swapped.evidence["findings"] if f["signal"] == "role_swaps"]
     assert "Oracle acquired Sun Microsystems" in finding["context"]["text"]
+
+
+def test_digits_that_int_cannot_read_are_not_taken_for_a_number_word() -> None:
+    """A run such as "3²" passes ``str.isdigit`` but not ``int``: it is no spelled-out number."""
+    from verdictflow.evaluators.answer_claims import AnswerToken
+    from verdictflow.evaluators.faithfulness_signals import _spelled_before
+
+    token = AnswerToken("3²", "3²", "NUM", 0, 2, False)
+    assert _spelled_before(token, [token], []) is False

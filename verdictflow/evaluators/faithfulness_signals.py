@@ -379,7 +379,7 @@ def _spelled_before(
 ) -> bool:
     """Whether a context writes ``token`` (digits only, up to twenty) as its word followed by
     the answer's next word: "2 platinum" and "two platinum"."""
-    word = NUMBER_WORDS.get(int(token.lower)) if token.lower.isdigit() else None
+    word = NUMBER_WORDS.get(int(token.lower)) if token.lower.isdecimal() else None
     if word is None or not following:
         return False
     phrase = (word, following[0].lower)
