@@ -236,8 +236,36 @@ def test_evidence_explains_the_score(scoring) -> None:
     for factor in model.factors:
         logit = math.fsum([factor.intercept, *(rows[n]["contribution"] for n in factor.signals)])
         assert v.evidence["factors"][factor.name] == pytest.approx(1 / (1 + math.exp(-logit)))
-    assert v.score == pytest.approx(math.prod(v.evidence["factors"].values()))
+    ceiling = v.evidence["ceiling"]
+    assert ceiling["signal"] == model.ceiling == "claim_groundedness"
+    product = math.prod(v.evidence["factors"].values())
+    assert v.score == pytest.approx(min(product, ceiling["value"]))
+    assert ceiling["capped_from"] is None  # the factors are under the ceiling here
     assert v.evidence["model_digest"] == model.digest
+
+
+def test_a_turn_mostly_not_in_its_contexts_is_capped_by_its_coverage(scoring, tmp_path) -> None:
+    """The factors alone PASS it (their support intercept does), but 1 of its 8 words is in
+    the context: the score is capped at its claims' Q1 and the reason says so."""
+    answer = "Police were there and it was quite loud."
+    v = score(scoring, answer)
+    assert v.decision is Decision.FAIL, v.evidence
+    assert v.score == pytest.approx(1 / 8)
+    assert v.evidence["ceiling"]["capped_from"] >= Policy().faithfulness.threshold
+    assert "capped at claim_groundedness 0.1250" in v.reasons[-1].detail
+    assert v.reasons[-1].code is ReasonCode.WEAK_SUPPORT
+    # The same model without its ceiling passes it.
+    raw = json.loads(model_bytes(scoring.ctx.faithfulness))
+    raw["ceiling"] = None
+    uncapped = tmp_path / "uncapped.json"
+    uncapped.write_text(json.dumps(raw))
+    other = load_scoring(Policy.model_validate({"faithfulness": {"model": str(uncapped)}}), None)
+    event = AnswerEvent(id="a", answer=answer, contexts=[CONTEXT])
+    (parsed,) = other.analyzer.analyze([event])
+    plain = score_faithfulness(event, parsed, other.ctx)
+    assert plain.decision is Decision.PASS
+    assert plain.score == pytest.approx(v.evidence["ceiling"]["capped_from"])
+    assert plain.evidence["ceiling"] is None
 
 
 def test_verdicts_are_byte_identical_and_the_model_is_in_the_digest(scoring, tmp_path) -> None:
@@ -271,6 +299,10 @@ def test_bad_model_files_are_refused_with_the_reason(tmp_path) -> None:
         FaithfulnessModel.from_bytes(json.dumps(raw).encode(), "x.json")
     with pytest.raises(FaithfulnessModelError, match="format"):
         FaithfulnessModel.from_bytes(b'{"format": "other"}', "x.json")
+    raw = json.loads(model_bytes(load_model()))
+    raw["ceiling"] = "novel_word_share"  # not a coverage: more of it is worse
+    with pytest.raises(FaithfulnessModelError, match="ceiling 'novel_word_share'"):
+        FaithfulnessModel.from_bytes(json.dumps(raw).encode(), "x.json")
 
 
 PAPER = (
@@ -469,6 +501,8 @@ def test_questions_back_and_pleasantries_are_not_checked_as_claims(scoring) -> N
     )
     assert chat.decision is Decision.PASS, chat.evidence
     assert chat.score == pytest.approx(plain.score, abs=0.05)
+    # nor do they lower the ceiling: Q1 of the claims, not of the turn (0.53 here)
+    assert chat.evidence["ceiling"]["value"] == 1.0
     # the question's name is not a fabricated fact: it claims nothing
     assert "Vienna" not in findings(chat, "novel_propn") + findings(chat, "fabricated_facts")
     # the same name stated as a fact is one

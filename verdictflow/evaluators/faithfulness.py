@@ -50,18 +50,31 @@ def anchor_checks(parsed: ParsedAnswer, ctx: ScoringContext) -> HallucinationRes
 def faithfulness_signals(event: AnswerEvent, parsed: ParsedAnswer, ctx: ScoringContext) -> Signals:
     """The signals of one answer: its parse and anchors against its contexts, and Q1."""
     tok = ctx.tokenizer
-    q1 = groundedness(
-        tok.tokens(event.answer), [tok.tokens(c.text) for c in event.context_passages]
-    ).score
+    contexts = [tok.tokens(c.text) for c in event.context_passages]
+    q1 = groundedness(tok.tokens(event.answer), contexts).score
+    claims = " ".join(event.answer[s.start : s.end] for s in parsed.sentences if s.claim)
+    claims_q1 = groundedness(tok.tokens(claims), contexts).score
     result = anchor_checks(parsed, ctx)
     return compute_signals(
-        parsed.sentences, event.answer, result, parsed.contexts, q1 or 0.0, parsed.relations,
-        parsed.coverages or None,
+        parsed.sentences, event.answer, result, parsed.contexts, q1 or 0.0, claims_q1 or 0.0,
+        parsed.relations, parsed.coverages or None,
     )  # fmt: skip
 
 
 def _driver_reason(prediction: Prediction, ctx: ScoringContext, signals: Signals) -> Reason:
-    """The weaker factor, its most negative signal, and that signal's first span."""
+    """The weaker factor, its most negative signal, and that signal's first span; or the
+    ceiling, when it is what brought the score under the threshold."""
+    ceiling = ctx.faithfulness.ceiling
+    if (
+        ceiling is not None
+        and prediction.capped_from is not None
+        and prediction.capped_from >= ctx.policy.faithfulness.threshold
+    ):
+        return Reason(
+            code=ReasonCode.WEAK_SUPPORT,
+            detail=f"capped at {ceiling} {prediction.score:.4f} (the factors gave "
+            f"{prediction.capped_from:.4f}): too little of the answer is in its contexts",
+        )
     factor = min(ctx.faithfulness.factors, key=lambda f: prediction.factors[f.name])
     signal = min(factor.signals, key=lambda name: prediction.contributions[name])
     detail = (
@@ -95,8 +108,16 @@ def _evidence(
     ranked = sorted(model.signals, key=lambda name: (prediction.contributions[name], name))
     drivers = [name for name in ranked[:DRIVERS] if prediction.contributions[name] < 0]
     findings: list[Finding] = list(signals.findings)
+    ceiling = None
+    if model.ceiling is not None:
+        ceiling = {
+            "signal": model.ceiling,
+            "value": signals.values[model.ceiling],
+            "capped_from": prediction.capped_from,
+        }
     return {
         "factors": prediction.factors,
+        "ceiling": ceiling,
         "signals": rows,
         "drivers": drivers,
         "finding_count": len(findings),

@@ -18,7 +18,9 @@ The **support** signals say how much of the answer the contexts back at all (the
 failures: an answer about something else, a summary of another article):
 
 - **Q1** groundedness, and the share of the answer's content words found nowhere in the
-  contexts (``novel_word_share``);
+  contexts (``novel_word_share``); Q1 of its claims alone (``claim_groundedness``: a question
+  back to the user or a pleasantry is no claim), which bounds the score
+  (:mod:`~verdictflow.evaluators.faithfulness_model`, the ceiling);
 - **alignment**: for each answer sentence, the share of its content words (words or lemmas)
   that its best context sentence holds; the mean and the worst sentence's;
 - **paraphrase**: the same coverage counting also the words that *stand in* for a word of the
@@ -149,6 +151,7 @@ SUPPORT_SIGNALS: tuple[str, ...] = (
     "paraphrased_share",
     "mean_paraphrase_coverage",
     "min_paraphrase_coverage",
+    "claim_groundedness",
 )
 #: The signals of the *detail* factor: a fabricated or misplaced fact, a flipped negation.
 DETAIL_SIGNALS: tuple[str, ...] = (
@@ -178,6 +181,7 @@ _MORE_IS_BETTER = frozenset(
         "paraphrased_share",
         "mean_paraphrase_coverage",
         "min_paraphrase_coverage",
+        "claim_groundedness",
     }
 )
 #: Which way each signal may move the score, fixed before fitting: +1, more of it can only
@@ -217,14 +221,19 @@ def compute_signals(
     result: HallucinationResult,
     contexts: Sequence[EvidenceIndex],
     groundedness: float,
+    claim_groundedness: float,
     relations: Sequence[SentenceRelations] = (),
     coverages: Coverages | None = None,
 ) -> Signals:
     """Every signal of one answer against its contexts (see the module docstring);
-    ``relations``: the answer's sentences parsed against their best-supporting context
-    sentences (none: the relation signals are 0); ``coverages``: :func:`claim_coverages` of
-    the same answer and contexts, when the caller has them already."""
-    values: dict[str, float] = {"groundedness": groundedness}
+    ``claim_groundedness``: Q1 of the answer's claims alone (its sentences less questions back
+    and pleasantries), the score's ceiling in the packaged model; ``relations``: the answer's
+    sentences parsed against their best-supporting context sentences (none: the relation
+    signals are 0); ``coverages``: :func:`claim_coverages` of the same answer and contexts, when
+    the caller has them already."""
+    values: dict[str, float] = {
+        "groundedness": groundedness, "claim_groundedness": claim_groundedness,
+    }  # fmt: skip
     findings: list[Finding] = []
     # Questions back to the user and pleasantries state nothing: only claims are checked.
     chat = [(s.start, s.end) for s in sentences if not s.claim]

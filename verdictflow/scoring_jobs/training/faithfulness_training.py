@@ -69,6 +69,10 @@ Matrix = NDArray[np.float64]
 L2 = 1e-3
 #: A factor's starting intercept: both factors start at p = 0.88, neither saturated.
 START_INTERCEPT = 2.0
+#: The score's ceiling in every fitted model: the groundedness of the answer's claims, applied
+#: after the fit (its signal's weight is held at 0, the factors fitted as before); the threshold
+#: is chosen on capped scores (docs/verdicts/faithfulness.md, "Decisions", 13).
+CEILING = "claim_groundedness"
 
 
 @dataclass(frozen=True)
@@ -244,6 +248,9 @@ def fit(sets: Sequence[Featurised], l2: float = L2) -> FaithfulnessModel:
     sign: list[tuple[float | None, float | None]] = [
         (0.0, None) if DIRECTIONS[n] > 0 else (None, 0.0) for n in SIGNAL_NAMES
     ]
+    # The ceiling's signal bounds the score and has no weight: the factors are fitted as they
+    # were before it, so what the ceiling changes is measured on its own.
+    sign[SIGNAL_NAMES.index(CEILING)] = (0.0, 0.0)
     free: list[tuple[float | None, float | None]] = [(None, None)]
     bounds = sign[:n_support] + free + sign[n_support:] + free
     # Parameter positions of the signals (the support intercept sits after its weights).
@@ -292,9 +299,9 @@ def fit(sets: Sequence[Featurised], l2: float = L2) -> FaithfulnessModel:
         "l2": l2,
         "libraries": {name: version(name) for name in ("numpy", "scipy", "scikit-learn")},
     }
-    unthresholded = FaithfulnessModel(tuple(factors), 0.5, training, "")
+    unthresholded = FaithfulnessModel(tuple(factors), 0.5, training, "", CEILING)
     threshold = suggested_threshold(unthresholded, human)
-    model = FaithfulnessModel(tuple(factors), threshold, training, "")
+    model = FaithfulnessModel(tuple(factors), threshold, training, "", CEILING)
     return FaithfulnessModel.from_bytes(model_bytes(model), "the fitted model")
 
 
