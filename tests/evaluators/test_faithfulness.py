@@ -268,6 +268,20 @@ def test_a_turn_mostly_not_in_its_contexts_is_capped_by_its_coverage(scoring, tm
     assert plain.evidence["ceiling"] is None
 
 
+def test_a_comparison_the_values_bear_out_is_not_capped(scoring) -> None:
+    """"more massive than" is an inference from the numbers, in words the context does not
+    use: the ceiling leaves the sentence out (2 of its 6 words are in the context)."""
+    context = "Jupiter has a mass of about 318 Earth masses, while Saturn has about 95 Earth masses."
+    v = score(scoring, "Jupiter is more massive than Saturn.", [context])
+    assert v.decision is Decision.PASS, v.evidence
+    assert v.evidence["ceiling"] == {
+        "signal": "claim_groundedness", "value": 1.0, "capped_from": None
+    }  # fmt: skip
+    swapped = score(scoring, "Saturn is more massive than Jupiter.", [context])
+    assert swapped.decision is Decision.FAIL
+    assert swapped.evidence["ceiling"]["value"] == pytest.approx(2 / 6)
+
+
 def test_verdicts_are_byte_identical_and_the_model_is_in_the_digest(scoring, tmp_path) -> None:
     answer = "Demonstrators assembled outside the Russian embassy in Paris on Friday."
     first, second = score(scoring, answer), score(scoring, answer)

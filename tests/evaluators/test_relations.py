@@ -10,7 +10,7 @@ import pytest
 
 from verdictflow.evaluators.answer_analysis import AnswerAnalyzer
 from verdictflow.evaluators.relation_frames import frame
-from verdictflow.evaluators.relations import Conflict, conflicts
+from verdictflow.evaluators.relations import Conflict, confirmed_comparisons, conflicts
 from verdictflow.models.events import AnswerEvent
 from verdictflow.nlp import load_pipeline
 
@@ -90,6 +90,24 @@ def test_a_swap_is_seen_and_the_faithful_sentence_is_not(
 )  # fmt: skip
 def test_no_conflict_where_the_relation_holds(nlp: Any, support: str, answer: str) -> None:
     assert check(nlp, answer, support) == []
+
+
+@pytest.mark.parametrize(
+    ("answer", "confirmed"),
+    [
+        ("The Danube is longer than the Rhine.", True),
+        ("The Rhine is longer than the Danube.", False),  # contradicted: a conflict instead
+        ("The Danube is a long river.", False),  # no comparison
+    ],
+)
+def test_a_comparison_the_values_bear_out_is_confirmed(
+    nlp: Any, answer: str, confirmed: bool
+) -> None:
+    """What the faithfulness ceiling counts as covered: an inference from the values."""
+    support = "The Danube is 2,850 kilometres long, while the Rhine is 1,230 kilometres long."
+    found = confirmed_comparisons(frame(nlp(answer)[:]), frame(nlp(support)[:]))
+    assert bool(found) is confirmed
+    assert all(answer[c.start : c.end].startswith("The") for c in found)
 
 
 def test_conflict_spans_point_into_the_answer(nlp: Any) -> None:

@@ -26,6 +26,7 @@ from verdictflow.evaluators.faithfulness_signals import Finding, Signals, comput
 from verdictflow.evaluators.groundedness import groundedness
 from verdictflow.evaluators.hallucination import HallucinationResult, hallucination
 from verdictflow.evaluators.policy import defer, gate
+from verdictflow.evaluators.relations import confirmed_comparisons
 from verdictflow.models.events import AnswerEvent
 from verdictflow.models.verdicts import Decision, Reason, ReasonCode, Verdict, VerdictKind
 
@@ -52,13 +53,33 @@ def faithfulness_signals(event: AnswerEvent, parsed: ParsedAnswer, ctx: ScoringC
     tok = ctx.tokenizer
     contexts = [tok.tokens(c.text) for c in event.context_passages]
     q1 = groundedness(tok.tokens(event.answer), contexts).score
-    claims = " ".join(event.answer[s.start : s.end] for s in parsed.sentences if s.claim)
-    claims_q1 = groundedness(tok.tokens(claims), contexts).score
     result = anchor_checks(parsed, ctx)
     return compute_signals(
-        parsed.sentences, event.answer, result, parsed.contexts, q1 or 0.0, claims_q1 or 0.0,
-        parsed.relations, parsed.coverages or None,
+        parsed.sentences, event.answer, result, parsed.contexts, q1 or 0.0,
+        claim_groundedness(event, parsed, ctx, contexts), parsed.relations,
+        parsed.coverages or None,
     )  # fmt: skip
+
+
+def claim_groundedness(
+    event: AnswerEvent, parsed: ParsedAnswer, ctx: ScoringContext, contexts: list[frozenset[str]]
+) -> float:
+    """Q1 of the answer's claims: the score's ceiling. Not its questions back and pleasantries,
+    nor a sentence whose comparison the supporting sentence's values bear out ("Jupiter is more
+    massive than Saturn" against 318 and 95 Earth masses: an inference, in words the context
+    need not use); 1.0 when that leaves no claim (nothing uncovered)."""
+    confirmed = [
+        comp.start
+        for item in parsed.relations
+        for comp in confirmed_comparisons(item.answer, item.support)
+    ]
+    claims = " ".join(
+        event.answer[s.start : s.end]
+        for s in parsed.sentences
+        if s.claim and not any(s.start <= at < s.end for at in confirmed)
+    )
+    q1 = groundedness(ctx.tokenizer.tokens(claims), contexts).score
+    return 1.0 if q1 is None else q1
 
 
 def _driver_reason(prediction: Prediction, ctx: ScoringContext, signals: Signals) -> Reason:

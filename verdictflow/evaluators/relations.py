@@ -51,7 +51,7 @@ evidence shows both. Pure: spaCy ``Span`` objects in, plain values out; no model
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from verdictflow.evaluators.relation_frames import (
@@ -224,7 +224,23 @@ def _side_value(words: frozenset[str], support: Frame, kind: str | None) -> list
 
 def order_conflicts(answer: Frame, support: Frame) -> list[Conflict]:
     """Comparatives, superlatives and before/after that the support's values contradict."""
-    out = []
+    return [
+        Conflict("order_conflicts", comp.start, comp.end, why)
+        for comp, why in _compared(answer, support)
+        if why is not None
+    ]
+
+
+def confirmed_comparisons(answer: Frame, support: Frame) -> list[Comparison]:
+    """Comparatives, superlatives and before/after that the support's values bear out ("the
+    Nile is longer than the Amazon" against 6,650 and 6,400 km): an inference whose words the
+    support need not use (the faithfulness ceiling counts the sentence as covered)."""
+    return [comp for comp, why in _compared(answer, support) if why is None]
+
+
+def _compared(answer: Frame, support: Frame) -> Iterator[tuple[Comparison, str | None]]:
+    """Each comparison of the answer that the support's values decide, with why they
+    contradict it (None: they bear it out)."""
     segments = support.segments
     for comp in answer.comparisons:
         mine = _side_value(comp.subject, support, None)
@@ -240,11 +256,9 @@ def order_conflicts(answer: Frame, support: Frame) -> list[Conflict]:
                 continue
             best = max(peers) if larger else min(peers)
             if value.value != best:
-                out.append(
-                    _order_conflict(
-                        answer, comp, "is not the " + ("largest" if larger else "smallest")
-                    )
-                )
+                yield comp, "is not the " + ("largest" if larger else "smallest")
+            else:
+                yield comp, None
             continue
         theirs = _side_value(comp.other, support, None)
         if (mine is None) != (theirs is None):
@@ -268,13 +282,7 @@ def order_conflicts(answer: Frame, support: Frame) -> list[Conflict]:
         if larger is None:
             continue
         holds = a.value > b.value if larger else a.value < b.value
-        if not holds:
-            out.append(_order_conflict(answer, comp, "the context's values say otherwise"))
-    return out
-
-
-def _order_conflict(answer: Frame, comp: Comparison, why: str) -> Conflict:
-    return Conflict("order_conflicts", comp.start, comp.end, why)
+        yield comp, None if holds else "the context's values say otherwise"
 
 
 def checkable(answer: Frame) -> bool:
