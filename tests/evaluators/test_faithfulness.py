@@ -269,8 +269,8 @@ def test_a_turn_mostly_not_in_its_contexts_is_capped_by_its_coverage(scoring, tm
 
 
 def test_a_comparison_the_values_bear_out_is_not_capped(scoring) -> None:
-    """"more massive than" is an inference from the numbers, in words the context does not
-    use: the ceiling leaves the sentence out (2 of its 6 words are in the context)."""
+    """An inference from the numbers ("more massive than"), in words the context does not use:
+    the ceiling leaves the sentence out (2 of its 6 words are in the context)."""
     context = "Jupiter has a mass of about 318 Earth masses, while Saturn has about 95 of them."
     v = score(scoring, "Jupiter is more massive than Saturn.", [context])
     assert v.decision is Decision.PASS, v.evidence
