@@ -188,6 +188,10 @@ def test_a_fact_the_context_writes_apart_is_not_fabricated(scoring, answer, fact
         ("The band has earned two platinum and five gold albums since 1998.",
          "The band has earned 2 platinum albums since 1998.",
          "The band has earned 3 platinum albums since 1998.", "novel_number"),
+        # a ten (BEGIN CMU-DoG)
+        ("Sedated for a few hours, they spent fifty years in a dream building a world.",
+         "They spent 50 years in a dream building a world.",
+         "They spent 60 years in a dream building a world.", "novel_number"),
     ],
 )  # fmt: skip
 def test_a_name_the_context_spells_out_is_not_novel(

@@ -386,8 +386,9 @@ def _novel_tokens(
 def _spelled_before(
     token: AnswerToken, following: Sequence[AnswerToken], contexts: Sequence[EvidenceIndex]
 ) -> bool:
-    """Whether a context writes ``token`` (digits only, up to twenty) as its word followed by
-    the answer's next word: "2 platinum" and "two platinum"."""
+    """Whether a context writes ``token`` (digits only: up to twenty, or a ten up to ninety) as
+    its word followed by the answer's next word: "2 platinum" and "two platinum", "50 years"
+    and "fifty years"."""
     word = NUMBER_WORDS.get(int(token.lower)) if token.lower.isdecimal() else None
     if word is None or not following:
         return False

@@ -22,11 +22,10 @@ _UNITS = {
     "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60,
     "seventy": 70, "eighty": 80, "ninety": 90, "a": 1, "an": 1, "half": 0.5,
 }  # fmt: skip
-#: A whole number up to twenty as the word that writes it (2 -> "two").
+#: A whole number up to twenty, or a ten up to ninety, as the one word that writes it (2 ->
+#: "two", 50 -> "fifty").
 NUMBER_WORDS: dict[int, str] = {
-    int(value): word
-    for word, value in _UNITS.items()
-    if word not in ("a", "an", "half") and value <= 20
+    int(value): word for word, value in _UNITS.items() if word not in ("a", "an", "half")
 }
 _SCALES = {
     "hundred": 100, "thousand": 1_000, "k": 1_000, "million": 1_000_000, "m": 1_000_000,
