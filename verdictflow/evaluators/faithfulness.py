@@ -85,16 +85,12 @@ def claim_groundedness(
 def _driver_reason(prediction: Prediction, ctx: ScoringContext, signals: Signals) -> Reason:
     """The weaker factor, its most negative signal, and that signal's first span; or the
     ceiling, when it is what brought the score under the threshold."""
-    ceiling = ctx.faithfulness.ceiling
-    if (
-        ceiling is not None
-        and prediction.capped_from is not None
-        and prediction.capped_from >= ctx.policy.faithfulness.threshold
-    ):
+    capped_from = prediction.capped_from
+    if capped_from is not None and capped_from >= ctx.policy.faithfulness.threshold:
         return Reason(
             code=ReasonCode.WEAK_SUPPORT,
-            detail=f"capped at {ceiling} {prediction.score:.4f} (the factors gave "
-            f"{prediction.capped_from:.4f}): too little of the answer is in its contexts",
+            detail=f"capped at {ctx.faithfulness.ceiling} {prediction.score:.4f} (the factors "
+            f"gave {capped_from:.4f}): too little of the answer is in its contexts",
         )
     factor = min(ctx.faithfulness.factors, key=lambda f: prediction.factors[f.name])
     signal = min(factor.signals, key=lambda name: prediction.contributions[name])
