@@ -264,9 +264,7 @@ def test_a_turn_mostly_not_in_its_contexts_is_capped_by_its_coverage(scoring, tm
     uncapped = tmp_path / "uncapped.json"
     uncapped.write_text(json.dumps(raw))
     other = load_scoring(Policy.model_validate({"faithfulness": {"model": str(uncapped)}}), None)
-    event = AnswerEvent(id="a", answer=answer, contexts=[CONTEXT])
-    (parsed,) = other.analyzer.analyze([event])
-    plain = score_faithfulness(event, parsed, other.ctx)
+    plain = score(other, answer)
     assert plain.decision is Decision.PASS
     assert plain.score == pytest.approx(v.evidence["ceiling"]["capped_from"])
     assert plain.evidence["ceiling"] is None

@@ -367,10 +367,11 @@ def _novel_tokens(
     name of 2-6 letters, not as the initials of a name a context spells out ("US" is "the
     United States"), as the hallucination check reads them.
 
-    A whole number up to twenty is also found as its word before the same next word ("2
-    platinum" in "two platinum and five gold albums"), never as a number word alone: a number
-    word anywhere in a long article then vouched for a made-up digit ("beat them 3-1" where
-    the article has "4-1" and, elsewhere, "three") on QAGS XSum (issue 43)."""
+    A whole number up to twenty, or a ten up to ninety, is also found as its word before the
+    same next word ("2 platinum" in "two platinum and five gold albums", "50 years" in "fifty
+    years"; :func:`_spelled_before`), never as a number word alone: a number word anywhere in
+    a long article then vouched for a made-up digit ("beat them 3-1" where the article has
+    "4-1" and, elsewhere, "three") on QAGS XSum (issue 43)."""
 
     def found(token: AnswerToken, following: Sequence[AnswerToken]) -> bool:
         if found_in(token, all_terms):
