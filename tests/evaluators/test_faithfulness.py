@@ -184,6 +184,10 @@ def test_a_fact_the_context_writes_apart_is_not_fabricated(scoring, answer, fact
          "The song was a number one hit in the UK in 1956.", "novel_named_share"),
         ("The National Football League has 32 teams.",
          "The NFL has 32 teams.", "The NBA has 32 teams.", "novel_named_share"),
+        # a lowercase conversation has no capitals to tell the name by (BEGIN WoW)
+        ("the song became a number one hit in the united states in 1956.",
+         "the song was a number one hit in the us in 1956.",
+         "the song was a number one hit in the uk in 1956.", "novel_named_share"),
         # a count the context writes in words, before the same word (BEGIN WoW)
         ("The band has earned two platinum and five gold albums since 1998.",
          "The band has earned 2 platinum albums since 1998.",

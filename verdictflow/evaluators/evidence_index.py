@@ -24,6 +24,7 @@ from verdictflow.evaluators.quantities import (
     parse_time,
     quantity_spans,
 )
+from verdictflow.evaluators.tokenize import stop_words as _stop_words
 
 Span = tuple[int, int]
 #: The longest acronym :meth:`EvidenceIndex.find_acronym` expands.
@@ -104,18 +105,33 @@ class EvidenceIndex:
         ``letters`` (2-6 letters: "US" in "the United States", "SF" in "San Francisco", "NFL"
         in "National Football League"), connectors ("of", "and", "the", "for", "&") allowed
         between them. Capitalised only: a name's short form stands for a name, and lowercase
-        runs match by chance ("is" in "in spring")."""
+        runs match by chance ("is" in "in spring").
+
+        A context written all in lowercase (chat logs, lowercased corpora: "in the united
+        states") has no capitals to tell a name by, so there the run's words need only not be
+        stop words ("us" in "the united states", never in "us some" or "used so"): without it
+        every "the us" of such a conversation read as a name the context lacks (issue 43)."""
         letters = letters.lower()
         if not (2 <= len(letters) <= ACRONYM_MAX_LETTERS and letters.isalpha()):
             return None
         words, spans, text = self.words, self.word_spans, self.text
+        if text.islower():
+            stop = _stop_words()
+
+            def named(position: int) -> bool:
+                return words[position] not in stop
+        else:
+
+            def named(position: int) -> bool:
+                return text[spans[position][0]].isupper()
+
         for first in range(len(words)):
-            if words[first][:1] != letters[0] or not text[spans[first][0]].isupper():
+            if words[first][:1] != letters[0] or not named(first):
                 continue
             matched, position = 1, first + 1
             while matched < len(letters) and position < len(words):
                 word = words[position]
-                if word[:1] == letters[matched] and text[spans[position][0]].isupper():
+                if word[:1] == letters[matched] and named(position):
                     matched += 1
                 elif word not in _ACRONYM_CONNECTORS:
                     break

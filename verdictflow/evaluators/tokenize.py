@@ -24,7 +24,8 @@ _BASE_VERSION = f"vf-tok/2:{text_normalise.VERSION}+lower+re:\\w+:set"
 
 
 @lru_cache(maxsize=1)
-def _stop_words() -> frozenset[str]:
+def stop_words() -> frozenset[str]:
+    """scikit-learn's English stop words, imported on first use."""
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
     return frozenset(ENGLISH_STOP_WORDS)
@@ -69,7 +70,7 @@ def _words(text: str) -> list[str]:
 def _token_set(text: str, remove_stopwords: bool) -> frozenset[str]:
     found = _words(text_normalise.clean(text).lower())
     if remove_stopwords:
-        stop = _stop_words()
+        stop = stop_words()
         return frozenset(t for t in found if t not in stop)
     return frozenset(found)
 
