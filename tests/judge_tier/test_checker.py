@@ -73,6 +73,24 @@ def test_the_shipped_checker_matches_its_card_and_reads_support() -> None:
     assert made > max(contradicted, unrelated), (made, contradicted, unrelated)
 
 
+def test_a_pairs_probability_does_not_depend_on_the_pairs_asked_with_it() -> None:
+    """The int8 export scales its activations per input tensor: batched, a pair read 0.656
+    alone and 0.704 beside another, so a verdict depended on its neighbours and on what filled
+    the cache first. Each pair is its own call now: the same bits alone and among others."""
+    from verdictflow.judge_tier.checker_backend import CheckerModel, shipped_dir
+
+    pair = ("The Eiffel Tower is 330 metres tall and stands in Paris.",
+            "The tower is 330 metres tall.")  # fmt: skip
+    others = [
+        ("Photosynthesis converts light energy into chemical energy stored in glucose, in the "
+         "chloroplasts of plant cells, and releases oxygen.", "Plants release oxygen."),
+        ("Cats sleep a lot.", "Dogs bark at night when strangers come near the garden gate."),
+    ]  # fmt: skip
+    (alone,) = CheckerModel(shipped_dir()).probabilities([pair])
+    among = CheckerModel(shipped_dir()).probabilities([others[0], pair, others[1]])
+    assert among[1] == alone
+
+
 def test_weights_trained_elsewhere_come_back_in_parts_and_fit_the_base(
     tiny_checker: Path, tmp_path: Path
 ) -> None:
@@ -111,6 +129,7 @@ def test_the_backend_answers_in_the_claims_contract_with_chunks_and_a_cache(
     event = AnswerEvent(id="a", answer="Acme bought Globex. The Nile is long.", contexts=[CONTEXT])
     reply = asyncio.run(backend.ask(event, 256))
     claims = orjson.loads(reply.content)["claims"]
+    assert orjson.loads(reply.content)["runtime"].startswith("onnxruntime ")  # which kernels
     assert [c.claim for c in parse_response(reply.content).claims] == [
         "Acme bought Globex.", "The Nile is long.",
     ]  # fmt: skip

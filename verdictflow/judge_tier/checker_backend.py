@@ -5,11 +5,12 @@ An int8 ONNX cross-encoder (``verdictflow train-checker``; the one shipped in
 run by ONNX Runtime on the CPU, with its ``tokenizer.json`` read by Hugging Face's
 ``tokenizers``. For each answer: its sentences are its claims; the contexts are cut into
 chunks and each claim sent to its best chunks (:mod:`~verdictflow.evaluators.checker_chunks`);
-pairs of the whole answer go through the model in batches; a claim's probability is its best
-chunk's, and it is supported from the card's ``supported_at`` (the one threshold that did best
-over the held-out dev sets; :data:`SUPPORTED_AT` when an export has no card). The reply is the
-claims contract an LLM gives (the quote is the best chunk, verbatim, so the verdict finds it in
-the contexts), plus each claim's probability and chunk offsets and the cut used.
+each pair goes through the model on its own (:meth:`CheckerModel.probabilities` says why); a
+claim's probability is its best chunk's, and it is supported from the card's
+``supported_at`` (the one threshold that did best over the held-out dev sets;
+:data:`SUPPORTED_AT` when an export has no card). The reply is the claims contract an LLM
+gives (the quote is the best chunk, verbatim, so the verdict finds it in the contexts), plus
+each claim's probability and chunk offsets and the cut used.
 
 Probabilities are cached by (chunk, claim) digests (LRU, :data:`CACHE_PAIRS`): a context that
 recurs across answers, as in RAG, is paid once per claim. The model's identity is the SHA-256
@@ -44,10 +45,36 @@ from verdictflow.models.events import AnswerEvent
 #: P(supported) from which a claim counts as supported.
 SUPPORTED_AT = 0.5
 MAX_LENGTH = 256
+#: Pairs per session call in :meth:`CheckerModel.run` when a caller batches (the benchmark's
+#: reference); the backend itself scores one pair per call.
 BATCH = 16
 CACHE_PAIRS = 100_000
 #: The files whose bytes are the model's identity.
 MODEL_FILES = ("model.onnx", "tokenizer.json")
+
+
+#: CPU features that choose ONNX Runtime's int8 and float kernels (MLAS): the same pair can
+#: read differently on a CPU with other ones (docs/checker.md, "Determinism").
+KERNEL_FEATURES = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8", "asimd", "i8mm")
+
+
+def cpu_kernels() -> str:
+    """The machine and the :data:`KERNEL_FEATURES` its CPU has ("x86_64 avx2+avx512f+..."),
+    recorded in every reply, so that a replay on other hardware that reads a probability
+    differently says why."""
+    import platform
+
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as cpuinfo:
+            flags = next(
+                (line.split(":", 1)[1].split() for line in cpuinfo
+                 if line.startswith(("flags", "Features"))),
+                [],
+            )  # fmt: skip
+    except OSError:
+        flags = []
+    found = [f for f in KERNEL_FEATURES if f in flags]
+    return " ".join([platform.machine() or "unknown", "+".join(found) or "-"])
 
 
 def shipped_dir() -> Path:
@@ -91,6 +118,7 @@ class CheckerModel:
             str(directory / "model.onnx"), options, providers=["CPUExecutionProvider"]
         )
         self.inputs = {i.name for i in self.session.get_inputs()}
+        self.runtime = f"onnxruntime {ort.__version__}; cpu {cpu_kernels()}"
         self.tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
         self.tokenizer.enable_truncation(MAX_LENGTH, strategy="only_first")
         self.tokenizer.enable_padding()
@@ -101,32 +129,33 @@ class CheckerModel:
         self.misses = 0
 
     def probabilities(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
-        """P(the chunk supports the claim) for each (chunk, claim), cached by their digests."""
+        """P(the chunk supports the claim) for each (chunk, claim), cached by their digests.
+
+        One pair per session call, so that a probability is a function of its pair alone:
+        the int8 export quantises its activations dynamically, with one scale for the whole
+        input tensor, so a pair batched with others read 0.656 alone, 0.704 beside a longer
+        pair and 0.661 in a batch of three, and a verdict depended on which answers' pairs
+        were scored with it (or filled the cache before it). On the CPU one pair a call is no
+        slower than batches of 16 (no padding): docs/checker.md."""
         keys = [_pair_key(c, q) for c, q in pairs]
-        missing = sorted({i for i, k in enumerate(keys) if k not in self.cache},
-                         key=lambda i: len(pairs[i][0]))  # fmt: skip
-        self.hits += len(pairs) - len(missing)
-        self.misses += len(missing)
-        seen: dict[bytes, float] = {}
-        for start in range(0, len(missing), BATCH):
-            part = [i for i in missing[start : start + BATCH] if keys[i] not in seen]
-            if not part:
-                continue
-            for i, p in zip(part, self.run([pairs[i] for i in part]), strict=True):
-                seen[keys[i]] = p
-        for key, p in seen.items():
-            self.cache[key] = p
-        while len(self.cache) > CACHE_PAIRS:
-            self.cache.popitem(last=False)
         out = []
-        for key in keys:
-            p = self.cache[key]
-            self.cache.move_to_end(key)
+        for key, pair in zip(keys, pairs, strict=True):
+            p = self.cache.get(key)
+            if p is None:
+                self.misses += 1
+                (p,) = self.run([pair])
+                self.cache[key] = p
+                while len(self.cache) > CACHE_PAIRS:
+                    self.cache.popitem(last=False)
+            else:
+                self.hits += 1
+                self.cache.move_to_end(key)
             out.append(p)
         return out
 
     def run(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
-        """One batch through the session (no cache): what the benchmark compares against."""
+        """One session call over ``pairs`` (no cache). A pair's probability depends on the
+        other pairs of the call (see :meth:`probabilities`): the backend passes one."""
         import numpy as np
 
         encoded = self.tokenizer.encode_batch([(c, q) for c, q in pairs])
@@ -170,7 +199,7 @@ def judge_answer(model: CheckerModel, event: AnswerEvent) -> dict[str, Any]:
                 else {"context": chunk.context, "start": chunk.start, "end": chunk.end},
             }
         )  # fmt: skip
-    return {"claims": out, "supported_at": model.supported_at}
+    return {"claims": out, "supported_at": model.supported_at, "runtime": model.runtime}
 
 
 class CheckerBackend(LocalBackend):
