@@ -9,8 +9,8 @@ abstract, three ~1.3k-character abstracts as contexts, drawn from a pool so cont
    ``CheckerModel.run`` one pair a call as the backend makes them (no chunking, tokenising
    of the answer or cache); also printed: the same pairs in batches of 16 sorted by length,
    which the backend no longer uses (a batched pair's probability depends on its neighbours);
-2. backend, cold: ``judge_answer`` per answer (claims, chunks, pre-selection, the batched
-   session, the reply) with an empty pair cache;
+2. backend, cold: ``judge_answer`` per answer (claims, chunks, pre-selection, the session
+   one pair a call, the reply) with an empty pair cache;
 3. backend, warm: the same answers again (every pair from the cache: what recurring contexts
    and redelivered requests cost).
 

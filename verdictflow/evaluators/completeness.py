@@ -35,6 +35,7 @@ from functools import lru_cache
 from typing import Any
 
 from verdictflow.evaluators import text_normalise
+from verdictflow.evaluators.tokenize import stop_words
 
 TOKENIZER_VERSION = (
     f"nltk-treebank-word:{text_normalise.VERSION}+lower:alnum(-):stop=sklearn-english"
@@ -148,17 +149,10 @@ def _tokenizer() -> TreebankWords:
     return TreebankWords()
 
 
-@lru_cache(maxsize=1)
-def _stop_words() -> frozenset[str]:
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
-    return frozenset(ENGLISH_STOP_WORDS)
-
-
 def keywords(text: str) -> list[str]:
     """Distinct keywords of ``text`` in first-seen order."""
     normalised = text_normalise.clean(text).lower()
-    stop = _stop_words()
+    stop = stop_words()
     seen: dict[str, None] = {}
     for token in _tokenizer().tokenize(normalised):
         if token in stop or not token.replace("-", "").isalnum():
