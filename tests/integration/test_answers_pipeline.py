@@ -10,5 +10,6 @@ from tests.support.verdict_collection import check_thousand_answers
 pytestmark = pytest.mark.broker
 
 
+@pytest.mark.timeout(600)
 def test_thousand_answers_get_exactly_their_verdicts(settings_factory, worker_factory, tmp_path):
     check_thousand_answers(settings_factory, worker_factory, tmp_path)

@@ -1,6 +1,6 @@
-"""10,000 generated malformed payloads interleaved with valid answers, through a real worker:
-every malformed one is dead-lettered with its reason, every valid one scored, the worker stays
-up and its memory stays flat.
+"""4,000 generated malformed payloads (10,000 with ``VERDICTFLOW_TEST_SOAK=1``) interleaved
+with valid answers, through a real worker: every malformed one is dead-lettered with its
+reason, every valid one scored, the worker stays up and its memory stays flat.
 
 Payloads (Hypothesis, derandomized): wrong types, truncated JSON, invalid UTF-8, nesting past
 orjson's 1024 levels, JSON that is not an object, text fields over 200,000 characters, and
@@ -16,7 +16,7 @@ from collections import Counter
 import pytest
 
 from tests.support.malformed import malformed_mix
-from tests.support.reliability import OutputCollector, expected_verdict_ids, rss_kib
+from tests.support.reliability import OutputCollector, expected_verdict_ids, rss_kib, soak_size
 from verdictflow.evaluators.policy import load_policy
 from verdictflow.exceptions import InvalidEvent
 from verdictflow.models.codec import decode
@@ -31,7 +31,8 @@ pytestmark = pytest.mark.broker
 #: Kafka's default record limit (message.max.bytes 1,048,588 and the clients' 1 MiB
 #: max.request.size) less room for the record's own framing.
 BROKER_RECORD_LIMIT = 1_040_000
-COUNTS = {
+#: Malformed payloads of each kind at the soak size (10,000 in all).
+SOAK_COUNTS = {
     "wrong_types": 2600,
     "truncated_json": 2000,
     "invalid_utf8": 2000,
@@ -40,9 +41,13 @@ COUNTS = {
     "huge_field": 100,
     "oversized": 50,
 }
-VALID = 1000
+#: Share of the soak size that ``make test`` replays (4,000 malformed, 400 valid).
+SCALE = soak_size(full=100, quick=40) / 100
+COUNTS = {kind: round(n * SCALE) for kind, n in SOAK_COUNTS.items()}
+MALFORMED = sum(COUNTS.values())
+VALID = MALFORMED // 10
 #: Loose bound on RSS growth between the two halves of the replay: a leak per record
-#: (10,000 records, many of them 100 KB-1 MB) would exceed it many times over.
+#: (thousands of records, some of them 100 KB-1 MB) would exceed it many times over.
 MAX_RSS_GROWTH_KIB = 96 * 1024
 
 
@@ -60,7 +65,7 @@ def test_malformed_payloads_are_dead_lettered_and_valid_ones_scored(
 ):
     settings = settings_factory()
     malformed = malformed_mix(COUNTS, settings.max_event_bytes, BROKER_RECORD_LIMIT)
-    assert len(malformed) == sum(COUNTS.values()) == 10_000
+    assert len(malformed) == MALFORMED
     codes = Counter(offline_code(p, settings.max_event_bytes) for p in malformed)
     assert {"schema", "not_json", "invalid_utf8", "too_deep", "not_object", "oversized"} <= set(
         codes
@@ -110,7 +115,9 @@ def test_malformed_payloads_are_dead_lettered_and_valid_ones_scored(
     assert big, "no oversized record reached the worker"
     assert all(len(d["raw"]) <= RAW_PREVIEW_CHARS < d["raw_size"] for d in big)
     growth = rss_at_end["VmRSS"] - rss_after_first_half["VmRSS"]
-    assert growth < MAX_RSS_GROWTH_KIB, f"worker RSS grew by {growth} KiB over 5,500 records"
+    assert growth < MAX_RSS_GROWTH_KIB, (
+        f"worker RSS grew by {growth} KiB over {len(lines) - half} records"
+    )
     print(
         f"{len(lines)} records replayed ({len(malformed)} malformed, {len(valid)} valid): "
         f"{len(out.dead)} dead letters {dict(sorted(codes.items()))}, "

@@ -74,11 +74,14 @@ def test_tail_stops_after_idle_timeout(settings_factory):
 
 @pytest.mark.timeout(600)
 def test_dev_runs_the_whole_pipeline_and_checks_it(tmp_path):
-    # 480 s: on a slower 2-core VM (2026-11-28, Intel) the whole pipeline took over 180 s
+    # dev's own wait (--timeout, 120 s by default) starts before its worker has loaded spaCy
+    # and the checker: on a slower 2-core VM (2026-11-28, Intel, CI) that alone took over
+    # 120 s, so the test gives the pipeline 420 s and the process 480 s
     port = EmbeddedBroker().port  # a free port for dev's own broker
     result = run_verdictflow(
-        "dev", "--exit-after-replay", "--port", str(port), cwd=tmp_path, timeout=480
-    )
+        "dev", "--exit-after-replay", "--timeout", "420", "--port", str(port),
+        cwd=tmp_path, timeout=480,
+    )  # fmt: skip
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     # 63 cheap verdicts and the shipped checker's review of the one faithfulness verdict in the
     # dev policy's band, each equal to its offline twin

@@ -82,14 +82,14 @@ def stack(
     )
     procs.append(console)
     try:
-        wait_for(lambda: httpx.get(f"{url}/healthz").json()["ready"], 60, "the console")
+        wait_for(lambda: httpx.get(f"{url}/healthz").json()["ready"], 180, "the console")
         yield settings, url
     finally:
         for proc in procs:
             stop_server(proc)
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(600)
 def test_an_operator_sees_counts_the_lyon_span_dead_letters_search_and_an_alert(
     stack: tuple[Settings, str],
 ) -> None:
@@ -104,7 +104,7 @@ def test_an_operator_sees_counts_the_lyon_span_dead_letters_search_and_an_alert(
         stats = httpx.get(f"{url}/api/stats").json()
         return sum(k["total"]["n"] for k in stats["kinds"]) >= len(expected)
 
-    wait_for(all_scored, 120, "every sample verdict at the console")
+    wait_for(all_scored, 300, "every sample verdict at the console")
 
     from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By

@@ -49,6 +49,7 @@ def test_stream_quality_equals_batch(settings_factory, worker_factory, tmp_path,
 
 
 @needs_neural
+@pytest.mark.timeout(600)
 def test_stream_quality_equals_batch_with_minilm(
     settings_factory, worker_factory, tmp_path, monkeypatch
 ):

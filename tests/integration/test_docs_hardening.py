@@ -82,7 +82,7 @@ def test_bad_vectors_versions_and_a_duplicate_storm(settings_factory, worker_fac
                     return False
                 return "normal" in await search_ids(client, "emperor penguins antarctic")
 
-            await wait_for(normal_found, 30)
+            await wait_for(normal_found, 120)
             health = (await client.get("/healthz")).json()
             assert health["ready"] is True
             assert health["error"] is None
@@ -100,7 +100,7 @@ def test_bad_vectors_versions_and_a_duplicate_storm(settings_factory, worker_fac
                     for d in ("v1", "v6")
                 )
 
-            await wait_for(quality_settled, 30)
+            await wait_for(quality_settled, 120)
             found = await search_ids(client, "penguins")
             assert "Version five" in found["v1"]["concept_text"]
             rows = [orjson.loads(v) for _, v in await read_all(settings, [DOC_QUALITY], 1.0)]
@@ -129,7 +129,7 @@ def test_bad_vectors_versions_and_a_duplicate_storm(settings_factory, worker_fac
             r["features"]["dup_penalty"] == 1.0 for r in last.values()
         )
 
-    asyncio.run(wait_for(every_copy_rated, 60))
+    asyncio.run(wait_for(every_copy_rated, 240))
     elapsed = time.monotonic() - started
     internal = asyncio.run(read_all(settings, [DOC_QUALITY_INTERNAL]))
     rescores = [m for _, v in internal if (m := orjson.loads(v))["t"] == "rescore"]

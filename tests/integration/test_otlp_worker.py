@@ -26,6 +26,7 @@ pytestmark = pytest.mark.broker
 SAMPLE = Path(str(resources.files("verdictflow") / "samples" / "answers.jsonl"))
 
 
+@pytest.mark.timeout(600)
 def test_worker_exports_every_delivered_verdict_and_flushes_on_stop(
     settings_factory, tmp_path, monkeypatch
 ):
@@ -45,7 +46,7 @@ def test_worker_exports_every_delivered_verdict_and_flushes_on_stop(
         try:
             asyncio.run(replay(lines, "answers", settings))
             alive = lambda: worker.proc.poll() is None  # noqa: E731
-            on_topics, dead = asyncio.run(collect(settings, len(expected), 2, 50, alive=alive))
+            on_topics, dead = asyncio.run(collect(settings, len(expected), 2, 240, alive=alive))
             assert alive(), worker.log()[-3000:]
             assert on_topics.keys() == expected.keys(), worker.log()[-3000:]
             assert len(dead) == 2
@@ -53,7 +54,7 @@ def test_worker_exports_every_delivered_verdict_and_flushes_on_stop(
         finally:
             worker.stop()
         assert worker.proc.returncode == 0, worker.log()[-3000:]
-        records = receiver.wait_for(len(expected), timeout=10)
+        records = receiver.wait_for(len(expected), timeout=60)
 
     assert {r["event_name"] for r in records} == {"gen_ai.evaluation.result"}
     assert {r["resource"]["service.name"] for r in records} == {"verdictflow"}

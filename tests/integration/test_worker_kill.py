@@ -1,4 +1,5 @@
-"""A worker SIGKILLed at four seeded moments of a 4,000-answer replay, restarted each time,
+"""A worker SIGKILLed at four seeded moments of a 1,500-answer replay (4,000 with
+``VERDICTFLOW_TEST_SOAK=1``), restarted each time,
 loses nothing: every valid input gets its verdicts, and duplicates share a verdict_id and bytes.
 
 Groups of variants are open in the changelog-backed table when the worker dies, so this also
@@ -22,6 +23,7 @@ from tests.support.reliability import (
     describe_missing,
     expected_verdicts_by_id,
     rss_kib,
+    soak_size,
 )
 from verdictflow.evaluators.answer_verdicts import verdict_id
 from verdictflow.evaluators.policy import load_policy
@@ -33,13 +35,13 @@ from verdictflow.streams.replay import replay
 
 pytestmark = pytest.mark.broker
 
-ANSWERS = 4_000
+ANSWERS = soak_size(full=4_000, quick=1_500)
 KILLS = 4
 KILL_SEED = 20261122
 #: No output record for this long while verdicts are missing: the pipeline stalled.
 STALL_SECONDS = 120
 #: Requests whose verdicts are also compared byte for byte with the offline evaluation.
-SAMPLED_REQUESTS = 200
+SAMPLED_REQUESTS = soak_size(full=200, quick=100)
 
 
 def grouped_consistency_ids(lines: list[bytes], config_digest: str) -> set[str]:

@@ -37,7 +37,7 @@ def differences(stream: dict[str, dict], batch: dict[str, dict]) -> list[str]:
     return out[1:]
 
 
-def stream_until_agrees(settings, batch, worker, timeout=150.0) -> dict[str, dict]:
+def stream_until_agrees(settings, batch, worker, timeout=300.0) -> dict[str, dict]:
     """The exported stream rows, read until they agree with ``batch`` (or the timeout), then
     read once more after an idle period to catch late changes. ``worker`` is a worker whose
     death fails the wait, or a callable that says whether the workers are alive."""

@@ -17,7 +17,7 @@ def run_verdictflow(
     module: str = "verdictflow",
     env: dict[str, str] | None = None,
     cwd: Path | None = None,
-    timeout: float = 120,
+    timeout: float = 360,  # a slower 2-core CI VM took over 120 s for score-quality
     check: bool = False,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``python -m verdictflow ARGS`` (or another module) as a user would, output as text."""
