@@ -1,6 +1,6 @@
 """A worker SIGKILLed at four seeded moments of a 1,500-answer replay (4,000 with
-``VERDICTFLOW_TEST_SOAK=1``), restarted each time,
-loses nothing: every valid input gets its verdicts, and duplicates share a verdict_id and bytes.
+``VERDICTFLOW_TEST_SOAK=1``), restarted each time, loses nothing: every valid input gets its
+verdicts, and duplicates share a verdict_id and bytes.
 
 Groups of variants are open in the changelog-backed table when the worker dies, so this also
 checks table recovery on the broker: every group still closes with all its answers. The kill
