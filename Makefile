@@ -4,7 +4,12 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup dev test lint fmt bench audit clean
+.PHONY: setup dev test test-slow lint fmt bench audit clean
+
+# Byte-code caches are written as Python does by default, even where the environment sets
+# PYTHONDONTWRITEBYTECODE (the 2-core VMs of this project do): without them each `verdictflow`
+# child process of the tests compiled the package's ~240 modules again (~1.3 s a time there).
+unexport PYTHONDONTWRITEBYTECODE
 
 setup: $(STAMP)
 
@@ -28,13 +33,19 @@ $(STAMP): pyproject.toml
 dev: setup
 	$(BIN)/verdictflow dev
 
-## Lint, type-check, then the whole test suite (unit, agent, integration through the embedded broker).
+## Lint, type-check, then the test suite (unit, agent, integration through the embedded broker)
+## without the tests marked slow; `make test-slow` runs those.
 # Two pytest workers (pytest-xdist), each with its own embedded broker: the integration tests
 # spend most of their time waiting on broker round trips and worker start-up, so on a 2-core
 # machine the suite took 26 min in one process and 15 min in two (docs/development.md#tests).
 TEST_WORKERS ?= 2
+PYTEST := $(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal --durations=15
 test: setup lint
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal --durations=15
+	$(PYTEST) -m "not slow"
+
+## The slow end-to-end tests only (dev, rebalance, review loop, MiniLM stream, judge budget).
+test-slow: setup
+	$(PYTEST) -m slow
 
 lint: setup
 	$(BIN)/ruff check verdictflow tests bench scripts

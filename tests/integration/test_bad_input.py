@@ -1,4 +1,4 @@
-"""4,000 generated malformed payloads (10,000 with ``VERDICTFLOW_TEST_SOAK=1``) interleaved
+"""2,000 generated malformed payloads (10,000 with ``VERDICTFLOW_TEST_SOAK=1``) interleaved
 with valid answers, through a real worker: every malformed one is dead-lettered with its
 reason, every valid one scored, the worker stays up and its memory stays flat.
 
@@ -41,8 +41,8 @@ SOAK_COUNTS = {
     "huge_field": 100,
     "oversized": 50,
 }
-#: Share of the soak size that ``make test`` replays (4,000 malformed, 400 valid).
-SCALE = soak_size(full=100, quick=40) / 100
+#: Share of the soak size that ``make test`` replays (2,000 malformed, 200 valid).
+SCALE = soak_size(full=100, quick=20) / 100
 COUNTS = {kind: round(n * SCALE) for kind, n in SOAK_COUNTS.items()}
 MALFORMED = sum(COUNTS.values())
 VALID = MALFORMED // 10

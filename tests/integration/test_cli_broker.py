@@ -72,6 +72,7 @@ def test_tail_stops_after_idle_timeout(settings_factory):
     assert result.stdout == ""
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_dev_runs_the_whole_pipeline_and_checks_it(tmp_path):
     # dev's own wait (--timeout, 120 s by default) starts before its worker has loaded spaCy

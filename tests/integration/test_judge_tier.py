@@ -90,6 +90,7 @@ def by_kind(out: OutputCollector) -> dict[str, dict[str, list[bytes]]]:
     return kinds
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_every_scored_answer_is_judged_once_within_the_budget(
     settings_factory, worker_factory, tmp_path

@@ -120,6 +120,7 @@ def consistency_of(out: OutputCollector) -> dict[str, bytes]:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_groups_and_documents_survive_join_leave_and_kill(
     settings_factory, worker_factory, tmp_path

@@ -77,6 +77,7 @@ def topic_latest(settings: Settings) -> dict[str, dict[str, Any]]:
     return {k.decode(): orjson.loads(v) for _, k, v in records if k and v}
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(420)
 def test_a_reviewer_labels_by_keyboard_and_agreement_alerts_go_out_once(
     settings_factory: Callable[..., Settings],

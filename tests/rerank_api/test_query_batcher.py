@@ -35,10 +35,13 @@ class Encoder:
 
 async def test_a_lone_query_runs_alone_without_waiting() -> None:
     encoder = Encoder()
-    batcher = QueryBatcher(encoder, max_batch=16, max_wait=0.5)
+    # a batch wait far above any scheduling delay: a lone query that waited for it would take
+    # 30 s, so the bound below tells the two apart on any machine (0.25 s against a 0.5 s
+    # wait failed on a slow 2-core VM at 0.30 s)
+    batcher = QueryBatcher(encoder, max_batch=16, max_wait=30)
     t0 = time.perf_counter()
     vector = await batcher.vector("hello")
-    assert time.perf_counter() - t0 < 0.25  # not the 0.5 s batch wait
+    assert time.perf_counter() - t0 < 10  # not the 30 s batch wait
     assert vector.shape == (1, 2)
     assert vector[0, 0] == 5.0
     assert not vector.flags.writeable

@@ -46,8 +46,9 @@ def soak_size(full: int, quick: int) -> int:
     ``VERDICTFLOW_TEST_SOAK=1``. Why two sizes: the full replays (4,000 answers killed four
     times, 10,000 malformed records) took 153 s and 69 s of a 14-minute suite on a fast 2-core
     VM; on a slower one (2026-11-28) the suite overran CI's 90 minutes, and the kill test took
-    773 s even at 1,500 answers. What they check (no loss across kills, one dead letter per bad
-    record, bounded RSS) holds at either size (docs/development.md#tests)."""
+    773 s even at 1,500 answers, so ``make test`` now kills twice in 800 answers. What they
+    check (no loss across kills, one dead letter per bad record, bounded RSS) holds at either
+    size (docs/development.md#tests)."""
     return full if os.environ.get(SOAK_ENV) == "1" else quick
 
 
