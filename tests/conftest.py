@@ -12,10 +12,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from tests.support.processes import WorkerProcess
 from verdictflow.settings import Settings
 from verdictflow.streams.broker import EmbeddedBroker
+
+#: Hypothesis checks properties here, not speed (benchmarks in bench/ do): its default 200 ms
+#: deadline per example failed a 0.07 ms property once when a slow 2-core VM stalled for 430 ms.
+hypothesis_settings.register_profile("verdictflow", deadline=None)
+hypothesis_settings.load_profile("verdictflow")
 
 
 @pytest.fixture(scope="session")
