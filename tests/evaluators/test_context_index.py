@@ -114,7 +114,7 @@ def test_the_worker_exports_the_cache_figures(nlp) -> None:
     assert "vf_context_cache_entries 1.0" in text
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=80)
 @given(
     st.lists(
         st.sampled_from(

@@ -62,7 +62,7 @@ def test_parsed_indexes_come_back_equal(nlp) -> None:
         assert decode_index(encode_index(index), doc.text) == index
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(
     st.lists(
         st.sampled_from(

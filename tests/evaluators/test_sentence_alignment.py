@@ -36,7 +36,7 @@ def direct(words: list[tuple[str, str]], terms: list[frozenset[str]], contexts: 
     return (best, second, len(held[best])), deficits
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(
     st.lists(st.tuples(WORDS, WORDS), min_size=1, max_size=70),
     st.lists(st.tuples(SENTENCE, st.integers(0, 2)), min_size=1, max_size=12),

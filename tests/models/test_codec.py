@@ -108,7 +108,7 @@ _JSON = st.recursive(
 
 
 @given(score=st.none() | st.floats(), evidence=st.dictionaries(st.text(), _JSON, max_size=5))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 def test_encode_writes_what_orjson_wrote_before(score: float | None, evidence: dict) -> None:
     """Verdicts must stay byte-identical across the switch to pydantic-core's writer (issue 41):
     any float (NaN and infinities as null), any text, nested evidence."""

@@ -279,7 +279,6 @@ ALL_CHECKS = [check for check in CHECKS.get_all() if not isinstance(check, type)
 @api_schema.parametrize()
 @settings(
     max_examples=40,
-    deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )

@@ -121,7 +121,6 @@ def draw_many(strategy: st.SearchStrategy[bytes], n: int) -> list[bytes]:
         database=None,
         phases=[Phase.generate],
         suppress_health_check=list(HealthCheck),
-        deadline=None,
     )
     @given(strategy)
     def keep(payload: bytes) -> None:
