@@ -43,7 +43,8 @@ def worker(policy: JudgeBudget, table: Table, owned: set[int], window: int = 60)
 
 async def grant(budget: Budget, partition: int, tokens: int = 10, priority=Priority.FAIL) -> None:
     with writes_for(Event(partition)):
-        await budget.acquire(priority, tokens)
+        async with budget.granted(priority, tokens):
+            pass
 
 
 def test_two_workers_with_half_the_partitions_each_stay_within_one_limit() -> None:
@@ -109,3 +110,33 @@ def test_a_restart_on_the_same_day_spends_nothing_once_the_day_is_spent() -> Non
     assert asyncio.run(spend_all(restarted)) == (0, "daily_tokens")  # the spend came back
     day = time.strftime("%Y-%m-%d", time.gmtime())
     assert table[f"budget/day/{day}/0"] + table[f"budget/day/{day}/1"] == 90
+
+
+def test_a_sampled_pass_waits_for_a_slot_but_not_for_budget() -> None:
+    """The wait limits are for budget: a sampled PASS (no wait) behind a busy slot is sent once
+    the slot frees while budget is left, and skipped at once when budget is not."""
+    policy = JudgeBudget(requests_per_minute=2, tokens_per_minute=10_000, max_concurrency=1)
+    budget = worker(policy, Table(), {0, 1})
+    order: list[str] = []
+
+    async def hold() -> None:
+        async with budget.granted(Priority.FAIL, 10):
+            order.append("fail")
+            await asyncio.sleep(0.6)
+
+    async def sampled() -> None:
+        await asyncio.sleep(0.1)  # behind the held slot
+        with writes_for(Event(0)):
+            async with budget.granted(Priority.SAMPLE, 10):
+                order.append("sampled")
+
+    async def scene() -> None:
+        with writes_for(Event(0)):
+            await asyncio.gather(hold(), sampled())
+        try:  # both requests of the window are spent: no wait for the next one
+            await grant(budget, 1, priority=Priority.SAMPLE)
+        except BudgetSkipped as skipped:
+            order.append(skipped.reason)
+
+    asyncio.run(scene())
+    assert order == ["fail", "sampled", "wait_limit"]

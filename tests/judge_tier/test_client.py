@@ -97,6 +97,25 @@ def test_a_moving_window_bounds_requests_retries_included() -> None:
     assert standin.max_in_window(2.0) <= 4
 
 
+def test_a_request_is_counted_when_it_is_sent_not_while_it_waits_for_a_slot() -> None:
+    """One slow reply holds the only slot: the three requests behind it must not be counted
+    while they wait, or they reach the endpoint together with the next window's four (the
+    judge test's 42 requests in a minute under 40, issue 41's CI run)."""
+    standin = StandIn(latencies=(2.5, *[0.01] * 7))
+    with serve(standin) as url:
+        c = client(url, JudgeBudget(requests_per_minute=4, max_concurrency=1), window=2)
+
+        async def all_of_them() -> list[object]:
+            answers = [f"Acme Corp acquired Globex in {2010 + i}." for i in range(8)]
+            reqs = [request(a, "fail", f"f{i}") for i, a in enumerate(answers)]
+            return await asyncio.gather(*(c.judge(r, Priority.FAIL) for r in reqs))
+
+        results = run(all_of_them(), c)
+    assert all(isinstance(r, Judgement) for r in results)
+    assert len(standin.seen) == 8
+    assert standin.max_in_window(2.0) <= 4, standin.seen
+
+
 def test_a_sampled_pass_is_skipped_when_the_budget_is_spent_and_the_day_caps_all() -> None:
     with serve(StandIn()) as url:
         c = client(url, JudgeBudget(requests_per_minute=1), window=30)

@@ -123,6 +123,8 @@ class StandIn:
     #: One entry per request, cycling: "ok", "500", "429", "malformed", "huge".
     pattern: Sequence[str] = ("ok",)
     latency: float = 0.0
+    #: Per request, cycling, instead of ``latency`` when given.
+    latencies: Sequence[float] = ()
     retry_after: float = 1.0
     model: str = "standin-judge"
     #: time.monotonic() of every request received, and its outcome.
@@ -137,11 +139,16 @@ class StandIn:
             body = await request.json()
             with self.lock:
                 outcome = self.pattern[len(self.seen) % len(self.pattern)]
+                latency = (
+                    self.latencies[len(self.seen) % len(self.latencies)]
+                    if self.latencies
+                    else self.latency
+                )
                 self.seen.append((time.monotonic(), outcome))
-            if self.latency:
+            if latency:
                 import asyncio
 
-                await asyncio.sleep(self.latency)
+                await asyncio.sleep(latency)
             if outcome == "500":
                 return JSONResponse({"error": {"message": "scripted failure"}}, status_code=500)
             if outcome == "429":

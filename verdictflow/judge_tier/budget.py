@@ -23,11 +23,18 @@ holds more than the limit across all workers; a partition's history moves with i
 rebalance or a restart neither forgets what was sent nor waits longer than it must. Windows are
 counted in whole seconds of wall-clock time (a request counts for the window's length plus one
 second, :data:`SAFETY_SECONDS`), so workers on several hosts need clocks within a second.
+
+**A request is granted only with a free slot** (one of ``max_concurrency``), and sent at once:
+granted first and queued for a slot, a request counted at one moment reached the endpoint
+seconds later, behind slow replies, while requests granted a window after it went out at once
+(the judge test counted 42 requests in 60 s under 40 a minute on a loaded 2-core VM). Waiting
+for a slot goes through the same priority order as waiting for budget.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import deque
@@ -131,7 +138,8 @@ class Budget:
         self.budget = budget
         self.ledger: SpendLedger = ledger or MemoryLedger()
         self.window = window_seconds + SAFETY_SECONDS
-        self._in_flight = asyncio.Semaphore(budget.max_concurrency)
+        self._flying = 0
+        self._released = asyncio.Event()
         self._waiting: dict[Priority, int] = {p: 0 for p in Priority}
         self._grant = asyncio.Lock()
         self.spend = Spend()
@@ -168,11 +176,23 @@ class Budget:
             return self.budget.band_wait_seconds
         return 0.0
 
-    async def acquire(self, priority: Priority, tokens: int) -> None:
-        """Wait until a request of ``tokens`` may be sent; :class:`BudgetSkipped` when the day's
+    @asynccontextmanager
+    async def granted(self, priority: Priority, tokens: int) -> AsyncIterator[None]:
+        """Hold one of ``max_concurrency`` slots with budget for a request of ``tokens``,
+        counted as sent now: send the request inside. :class:`BudgetSkipped` when the day's
         tokens are spent or the priority's wait limit passes."""
+        await self._acquire(priority, tokens)
+        try:
+            yield
+        finally:
+            self._flying -= 1
+            released, self._released = self._released, asyncio.Event()
+            released.set()
+
+    async def _acquire(self, priority: Priority, tokens: int) -> None:
         deadline_after = self._max_wait(priority)
         started = time.monotonic()
+        slot_wait = 0.0  # time waiting for a slot only: not budget, so not the wait limit's
         self._waiting[priority] += 1
         try:
             while True:
@@ -180,21 +200,37 @@ class Budget:
                     now = time.time()
                     self._check_day(now, tokens)
                     ahead = any(self._waiting[p] for p in Priority if p < priority)
-                    if not ahead and self._fits(now, tokens):
-                        await self.ledger.record(now, 1, tokens)  # durable before it is sent
+                    free = self._flying < self.budget.max_concurrency
+                    if not ahead and free and self._fits(now, tokens):
+                        self._flying += 1
+                        try:
+                            await self.ledger.record(now, 1, tokens)  # durable before it is sent
+                        except BaseException:
+                            self._flying -= 1
+                            raise
                         self.spend.requests += 1
                         self.spend.tokens += tokens
                         self.spend.day_tokens += tokens
                         return
-                waited = time.monotonic() - started
-                if deadline_after is not None and waited + POLL_SECONDS > deadline_after:
+                waited = time.monotonic() - started - slot_wait
+                over = deadline_after is not None and waited + POLL_SECONDS > deadline_after
+                if free and over:
                     raise BudgetSkipped(
                         "wait_limit",
                         f"{priority.label} verdicts wait at most {deadline_after:.0f} s for budget",
                     )
-                await asyncio.sleep(POLL_SECONDS)
+                paused = time.monotonic()
+                await self._pause()
+                if not free:
+                    slot_wait += time.monotonic() - paused
         finally:
             self._waiting[priority] -= 1
+
+    async def _pause(self) -> None:
+        """Until a slot is released or :data:`POLL_SECONDS` pass (the window moves with time)."""
+        released = self._released
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(released.wait(), POLL_SECONDS)
 
     def _check_day(self, now: float, tokens: int) -> None:
         day = utc_day(now)
@@ -223,9 +259,3 @@ class Budget:
         return requests + 1 <= self._of_share(
             self.budget.requests_per_minute
         ) and spent + tokens <= self._of_share(self.budget.tokens_per_minute)
-
-    @asynccontextmanager
-    async def in_flight(self) -> AsyncIterator[None]:
-        """At most ``max_concurrency`` requests at once."""
-        async with self._in_flight:
-            yield

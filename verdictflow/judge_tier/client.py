@@ -162,10 +162,9 @@ class JudgeClient:
                     if self._breaker_open():
                         raise _BreakerOpen
                     expected = self.budget.expected_completion(self.policy.max_completion_tokens)
-                    await self.budget.acquire(priority, tokens + expected)
-                    attempts += 1
-                    self.metrics.budget_spent(self.budget.spend)
-                    async with self.budget.in_flight():
+                    async with self.budget.granted(priority, tokens + expected):
+                        attempts += 1
+                        self.metrics.budget_spent(self.budget.spend)
                         reply = await self.breaker.call_async(
                             self.backend.ask,
                             request.event,
