@@ -18,6 +18,11 @@ from tests.support.processes import WorkerProcess
 from verdictflow.settings import Settings
 from verdictflow.streams.broker import EmbeddedBroker
 
+#: ranx, a test-only second reference for nDCG, compiles each metric with numba on first use:
+#: 65 s of the suite on a 2-core VM and 268 s on a slow one, for the few queries of trec_eval's
+#: fixtures. Interpreted (the same Python source, before any numba import) it takes ~1 s.
+os.environ.setdefault("NUMBA_DISABLE_JIT", "1")
+
 #: Hypothesis checks properties here, not speed (benchmarks in bench/ do): its default 200 ms
 #: deadline per example failed a 0.07 ms property once when a slow 2-core VM stalled for 430 ms.
 hypothesis_settings.register_profile("verdictflow", deadline=None)

@@ -155,7 +155,7 @@ def test_graded_ndcg_equals_ranx_ndcg_burges_on_a_run_without_ties():
     theirs = ranx.evaluate(
         ranx.Qrels(qrels),
         ranx.Run(untied),
-        ["ndcg_burges@10", "ndcg_burges@100"],  # one metric: numba compiles each one (~20 s)
+        ["ndcg_burges@10", "ndcg_burges@100"],  # interpreted: tests/conftest.py
         return_mean=False,
     )
     qids = sorted(untied)  # ranx orders queries by id
