@@ -88,6 +88,15 @@ def evaluate(name: str, rows: Sequence[Row], checker: np.ndarray, faith: np.ndar
             "roc_auc": round(float(roc_auc_score(labels, score)), 4),
             "oracle_balanced_accuracy": round(balanced_accuracy(oracle, labels), 4),
         }
+        # Not the product's cascade (the judge's verdict replaces the cheap one): what the
+        # escalated rows would give with both opinions, the mean of the two mapped scores.
+        cheap_mapped = spread(faith, t_cheap)
+        both = (spread(checker, t_check) + cheap_mapped) / 2
+        blended = np.where(escalated, both, cheap_mapped)
+        out[f"blend_{int(q * 100)}"] = {
+            "balanced_accuracy": round(balanced_accuracy(blended >= 0.5, labels), 4),
+            "roc_auc": round(float(roc_auc_score(labels, blended)), 4),
+        }
     return out
 
 
@@ -158,7 +167,16 @@ def main() -> None:
             )  # type: ignore[index]
         print("| " + " | ".join(cells) + " |")
     print("\ncells: balanced accuracy % / ROC-AUC.")
-    print(f"The checker at one threshold for every set ({at:.3f}, the best mean): "
+    print("\nNot the product's cascade: the escalated rows scored by the mean of the checker's and")
+    print("the cheap faithfulness' scores (each mapped so its threshold sits at 0.5):")
+    print("| set | " + " | ".join(f"blend {int(q * 100)} %" for q in SHARES) + " |")
+    print("|" + "---|" * (len(SHARES) + 1))
+    for r in results:
+        blends = [r[f"blend_{int(q * 100)}"] for q in SHARES]
+        print(f"| {r['set']} | " + " | ".join(
+            f"{100 * b['balanced_accuracy']:.1f} / {b['roc_auc']:.3f}" for b in blends  # type: ignore[index]
+        ) + " |")  # fmt: skip
+    print(f"\nThe checker at one threshold for every set ({at:.3f}, the best mean): "
           + ", ".join(f"{n} {100 * b:.1f}" for n, b in shared.items()))  # fmt: skip
     print("Published (balanced accuracy, the benchmark's test splits):")
     for name, line in PUBLISHED.items():
