@@ -77,12 +77,13 @@ def evaluate(name: str, rows: Sequence[Row], checker: np.ndarray, faith: np.ndar
     cheap_pass = faith >= t_cheap
     check_pass = checker >= t_check
     nearness = np.argsort(np.abs(faith - t_cheap), kind="stable")
+    checker_mapped, cheap_mapped = spread(checker, t_check), spread(faith, t_cheap)
     for q in SHARES:
         escalated = np.zeros(len(rows), dtype=bool)
         escalated[nearness[: round(q * len(rows))]] = True
         decision = np.where(escalated, check_pass, cheap_pass)
         oracle = np.where(escalated, labels == 1, cheap_pass)
-        score = np.where(escalated, spread(checker, t_check), spread(faith, t_cheap))
+        score = np.where(escalated, checker_mapped, cheap_mapped)
         out[f"cascade_{int(q * 100)}"] = {
             "balanced_accuracy": round(balanced_accuracy(decision, labels), 4),
             "roc_auc": round(float(roc_auc_score(labels, score)), 4),
@@ -90,9 +91,7 @@ def evaluate(name: str, rows: Sequence[Row], checker: np.ndarray, faith: np.ndar
         }
         # Not the product's cascade (the judge's verdict replaces the cheap one): what the
         # escalated rows would give with both opinions, the mean of the two mapped scores.
-        cheap_mapped = spread(faith, t_cheap)
-        both = (spread(checker, t_check) + cheap_mapped) / 2
-        blended = np.where(escalated, both, cheap_mapped)
+        blended = np.where(escalated, (checker_mapped + cheap_mapped) / 2, cheap_mapped)
         out[f"blend_{int(q * 100)}"] = {
             "balanced_accuracy": round(balanced_accuracy(blended >= 0.5, labels), 4),
             "roc_auc": round(float(roc_auc_score(labels, blended)), 4),
