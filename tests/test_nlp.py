@@ -3,11 +3,15 @@ pipeline's own; and the analyzer loads spaCy only when it parses."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from verdictflow.evaluators.answer_analysis import COMPONENTS
 from verdictflow.nlp import (
     FULL_COMPONENTS,
     installed_pipeline_version,
     load_pipeline,
+    parsing_batch,
+    pipeline_renewals,
     pipeline_version,
 )
 
@@ -26,13 +30,13 @@ def test_scoring_setup_does_not_load_spacy_until_a_parse() -> None:
     probe = (
         "import sys; from verdictflow.evaluators.policy import Policy; "
         "from verdictflow.scoring_setup import load_scoring; s = load_scoring(Policy()); "
-        "from verdictflow.nlp import _load; loaded = _load.cache_info().currsize > 0; "
+        "from verdictflow.nlp import loaded_pipelines; loaded = loaded_pipelines() > 0; "
         "from verdictflow.evaluators.answer_batch import score_answers; "
         "from verdictflow.evaluators.kinds import Tier; "
         "from verdictflow.models.events import AnswerEvent; "
         "e = [AnswerEvent(id='a', answer='Paris is in France.', contexts=['Paris, France.'])]; "
         "lexical = score_answers(e, s.ctx, s.analyzer, Tier.LEXICAL); "
-        "still = _load.cache_info().currsize > 0; "
+        "still = loaded_pipelines() > 0; "
         "nlp = score_answers(e, s.ctx, s.analyzer, Tier.NLP); "
         "print(loaded, still, nlp[0][0].config_digest == lexical[0][0].config_digest)"
     )
@@ -63,3 +67,80 @@ def test_lemma_index_as_sets_gives_the_models_own_lemmas() -> None:
             assert patched_lemmatizer.rule_lemmatize(token) == shipped_lemmatizer.rule_lemmatize(
                 token
             ), (token.text, pos)
+
+
+def _parse_table(nlp: Any, text: str) -> list[tuple[str, ...]]:
+    return [
+        (t.text, t.tag_, t.dep_, str(t.head.i), t.lemma_, t.ent_type_, str(t.is_sent_start))
+        for t in nlp(text)
+    ]
+
+
+def test_a_grown_vocabulary_is_loaded_afresh_between_batches_and_parses_the_same() -> None:
+    """``parsing_batch`` drops a pipeline whose vocabulary passed the limit once no batch holds
+    it, never inside a batch; the fresh pipeline parses as the grown one did."""
+    text = "Marie Curie won the Nobel Prize in 1903 and again in 1911, in Paris."
+    nlp = load_pipeline(COMPONENTS)
+    before = _parse_table(nlp, text)
+    renewals = pipeline_renewals()
+    limit = len(nlp.vocab) + 500
+    with parsing_batch(limit):
+        with parsing_batch(limit):  # another thread's batch, say
+            nlp.make_doc(" ".join(f"zq{i}vx" for i in range(1000)))
+            assert len(nlp.vocab) > limit
+        assert load_pipeline(COMPONENTS) is nlp  # the outer batch still holds it
+    fresh = load_pipeline(COMPONENTS)
+    assert fresh is not nlp
+    assert len(fresh.vocab) < limit
+    assert pipeline_renewals() == renewals + 1
+    assert _parse_table(fresh, text) == before
+    with parsing_batch(0):  # no limit: nothing is dropped
+        fresh.make_doc(" ".join(f"zq{i}vy" for i in range(1000)))
+    assert load_pipeline(COMPONENTS) is fresh
+
+
+def test_verdicts_are_the_same_when_the_pipeline_is_loaded_afresh_at_every_batch() -> None:
+    """The analyzer follows a reload (its context indexer is rebuilt over the new pipeline) and
+    scores exactly as without one: hallucination and faithfulness, byte for byte."""
+    from verdictflow.evaluators.answer_batch import score_answers
+    from verdictflow.evaluators.kinds import Tier
+    from verdictflow.evaluators.policy import Policy
+    from verdictflow.models.codec import encode
+    from verdictflow.models.events import AnswerEvent
+    from verdictflow.scoring_setup import load_scoring
+
+    passages = [
+        "The Eiffel Tower was completed in 1889 for the World's Fair in Paris. It is 330 "
+        "metres tall and was designed by Gustave Eiffel's company.",
+        "Aspirin reduced the risk of stroke by 22 percent in the 2009 trial of 4,500 patients, "
+        "according to Dr. Alan Smith of Boston University.",
+        "Mount Kilimanjaro, in Tanzania, rises 5,895 metres; Hans Meyer first reached its "
+        "summit in October 1889.",
+    ]
+    answers = [
+        "The Eiffel Tower was finished in 1899 and is 330 metres tall.",
+        "Aspirin cut stroke risk by 22 percent in a 2009 trial, said Alan Smith.",
+        "Hans Meyer first climbed Kilimanjaro, which is in Kenya, in 1889.",
+    ]
+    events = [
+        AnswerEvent(id=f"a{i}", query="q", answer=answer, contexts=[passage])
+        for i, (answer, passage) in enumerate(zip(answers, passages, strict=True))
+    ]
+
+    def scored(limit: int) -> list[bytes]:
+        scoring = load_scoring(Policy())
+        out = []
+        for event in events:  # one batch an answer
+            with parsing_batch(limit):
+                verdicts = score_answers([event], scoring.ctx, scoring.analyzer, Tier.NLP)
+                out += [encode(v) for v in verdicts[0]]
+                indexer = scoring.analyzer._indexer  # over the pipeline of this batch
+                assert indexer is not None
+                assert indexer.nlp is load_pipeline(COMPONENTS)
+        return out
+
+    renewals = pipeline_renewals()
+    again = scored(1)  # every batch ends over the limit: a fresh pipeline for the next
+    assert pipeline_renewals() >= renewals + len(events)
+    assert again == scored(0)
+    assert len(again) == 2 * len(events)

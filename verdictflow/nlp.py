@@ -14,8 +14,9 @@ from __future__ import annotations
 import importlib
 import logging
 import sys
-from collections.abc import Iterable
-from functools import lru_cache
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from verdictflow.exceptions import VerdictflowError
@@ -103,8 +104,7 @@ def _index_tables_as_sets(nlp: Any) -> None:
             index[pos] = frozenset(forms)
 
 
-@lru_cache(maxsize=4)
-def _load(components: tuple[str, ...]) -> Any:
+def _fresh(components: tuple[str, ...]) -> Any:
     module = _import_model()
     nlp = module.load()
     _split_glued_sentences(nlp)
@@ -121,8 +121,90 @@ def _load(components: tuple[str, ...]) -> Any:
     return nlp
 
 
+#: Lexemes a loaded pipeline may gather before it is loaded afresh
+#: (``VERDICTFLOW_SPACY_VOCAB_LIMIT``). spaCy adds every word it has not seen to the
+#: pipeline's vocabulary and never drops one (~400 bytes a lexeme with its strings); the
+#: shipped model starts with under a thousand, so this bounds the growth near 100 MiB.
+DEFAULT_VOCAB_LIMIT = 250_000
+
+
+class _Loaded:
+    """The process's pipelines by components, and the batches parsing with them now.
+
+    A pipeline is dropped for a fresh one only while no batch holds the pipelines
+    (:func:`parsing_batch`), so no batch ever mixes two vocabularies; what it parses does not
+    change (a grown vocabulary parses as a fresh one: ``tests/test_nlp.py``)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.pipelines: dict[tuple[str, ...], Any] = {}
+        self.holds = 0
+        self.renewals = 0
+
+    def get(self, components: tuple[str, ...]) -> Any:
+        with self.lock:
+            nlp = self.pipelines.get(components)
+            if nlp is None:
+                nlp = self.pipelines[components] = _fresh(components)
+            return nlp
+
+    def renew_grown(self, limit: int) -> None:
+        """Drop every pipeline whose vocabulary passed ``limit`` lexemes (the lock held, no
+        batch holding): the next :func:`load_pipeline` loads it afresh."""
+        for components, nlp in list(self.pipelines.items()):
+            if len(nlp.vocab) > limit:
+                del self.pipelines[components]
+                self.renewals += 1
+                logger.info(
+                    "spaCy vocabulary at %d lexemes (limit %d): pipeline %s loaded afresh on "
+                    "its next use",
+                    len(nlp.vocab),
+                    limit,
+                    ",".join(components),
+                )
+
+
+_LOADED = _Loaded()
+
+
+def _load(components: tuple[str, ...]) -> Any:
+    return _LOADED.get(components)
+
+
+def loaded_pipelines() -> int:
+    """How many pipelines this process holds loaded now."""
+    return len(_LOADED.pipelines)
+
+
+def pipeline_renewals() -> int:
+    """How many times a pipeline was dropped for a fresh one (:func:`parsing_batch`)."""
+    return _LOADED.renewals
+
+
+@contextmanager
+def parsing_batch(vocab_limit: int = DEFAULT_VOCAB_LIMIT) -> Iterator[None]:
+    """Hold the process's pipelines while a batch parses; around the first hold and after the
+    last, a pipeline whose vocabulary passed ``vocab_limit`` lexemes (0: no limit) is dropped,
+    and the next :func:`load_pipeline` loads it afresh (~1 s). Long-running parsers (the NLP
+    tier, the summaries agent, ``eval answers`` over a large file) wrap each batch in it, so
+    their memory stays bounded on ever-new text; everything that holds a pipeline across
+    batches asks :func:`load_pipeline` again at each batch (``LazyPipeline``)."""
+    with _LOADED.lock:
+        if vocab_limit and _LOADED.holds == 0:
+            _LOADED.renew_grown(vocab_limit)
+        _LOADED.holds += 1
+    try:
+        yield
+    finally:
+        with _LOADED.lock:
+            _LOADED.holds -= 1
+            if vocab_limit and _LOADED.holds == 0:
+                _LOADED.renew_grown(vocab_limit)
+
+
 def load_pipeline(components: Iterable[str] = FULL_COMPONENTS) -> Any:
-    """The English pipeline with only ``components`` enabled, loaded once per process."""
+    """The English pipeline with only ``components`` enabled, loaded once per process (and
+    again after :func:`parsing_batch` dropped it for its grown vocabulary)."""
     return _load(tuple(sorted(set(components))))
 
 

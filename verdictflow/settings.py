@@ -16,6 +16,8 @@ from urllib.parse import urlsplit
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from verdictflow.nlp import DEFAULT_VOCAB_LIMIT
+
 DEFAULT_BROKER = "kafka://127.0.0.1:9092"
 
 
@@ -50,6 +52,9 @@ class Settings(BaseSettings):
     #: ``default`` (the shipped file) or ``none`` (every term weighs 1).
     idf_stats: str = "default"
     max_event_bytes: Annotated[int, Field(ge=1024)] = 1_000_000
+    #: Lexemes the spaCy pipeline may gather before it is loaded afresh between batches
+    #: (``verdictflow.nlp.parsing_batch``: memory bounded on ever-new text); 0: no limit.
+    spacy_vocab_limit: Annotated[int, Field(ge=0)] = DEFAULT_VOCAB_LIMIT
     batch_size: Annotated[int, Field(ge=1, le=10_000)] = 256
     batch_window_seconds: Annotated[float, Field(gt=0, le=10)] = 0.05
     #: Which tiers this worker runs, each in its own consumer group: ``lexical``

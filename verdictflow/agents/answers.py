@@ -28,6 +28,7 @@ from verdictflow.agents.names import TIER_AGENTS
 from verdictflow.evaluators.answer_analysis import AnswerAnalyzer
 from verdictflow.evaluators.answer_verdicts import ScoringContext
 from verdictflow.evaluators.kinds import Tier
+from verdictflow.nlp import DEFAULT_VOCAB_LIMIT, parsing_batch
 from verdictflow.pipelines import Output
 from verdictflow.pipelines.answers import answer_outputs
 from verdictflow.settings import Settings
@@ -47,6 +48,7 @@ async def process_answers(
     *,
     max_bytes: int,
     tier: Tier = Tier.LEXICAL,
+    vocab_limit: int = DEFAULT_VOCAB_LIMIT,
 ) -> None:
     """Score a batch of ``answers`` records for ``tier`` (:func:`answer_outputs`, which never
     raises on bad input) and send every output, in record order. Sends are outside its net on
@@ -56,8 +58,12 @@ async def process_answers(
     def outputs() -> list[list[Output]]:
         return answer_outputs(records, ctx, analyzer, max_bytes=max_bytes, tier=tier)
 
+    def parsed_outputs() -> list[list[Output]]:
+        with parsing_batch(vocab_limit):  # spaCy's vocabulary bounded between batches
+            return outputs()
+
     # spaCy holds the CPU for up to seconds per batch: off the event loop in the NLP tier.
-    results = await asyncio.to_thread(outputs) if tier is Tier.NLP else outputs()
+    results = await asyncio.to_thread(parsed_outputs) if tier is Tier.NLP else outputs()
     for record, record_outputs in zip(records, results, strict=True):
         headers = {"vf-source": record.where.encode()}
         for topic, key, value in record_outputs:
@@ -80,8 +86,9 @@ def register(
 
     async def handle(events: Sequence[Any], records: Sequence[Record]) -> None:
         await process_answers(
-            records, outbox, ctx, analyzer, max_bytes=settings.max_event_bytes, tier=tier
-        )
+            records, outbox, ctx, analyzer, max_bytes=settings.max_event_bytes, tier=tier,
+            vocab_limit=settings.spacy_vocab_limit,
+        )  # fmt: skip
 
     return batch_agent(
         app,

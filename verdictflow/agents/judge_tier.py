@@ -47,6 +47,7 @@ from verdictflow.models.alerts import JudgeBudgetAlert
 from verdictflow.models.codec import encode
 from verdictflow.models.judge import Judgement, JudgeRequest
 from verdictflow.models.verdicts import ReasonCode, Verdict
+from verdictflow.nlp import DEFAULT_VOCAB_LIMIT, parsing_batch
 from verdictflow.pipelines.summaries import spacy_parser
 from verdictflow.settings import Settings
 from verdictflow.streams.batch_agent import batch_agent
@@ -134,8 +135,10 @@ class JudgeProcessor:
         client: JudgeClient,
         ctx: JudgeContext,
         rubric: RubricContext | None = None,
+        vocab_limit: int = DEFAULT_VOCAB_LIMIT,
     ) -> None:
         self.table = table
+        self.vocab_limit = vocab_limit
         self.client = client
         self.ctx = ctx
         self.rubric = rubric
@@ -159,9 +162,10 @@ class JudgeProcessor:
         rubric = self.rubric
 
         def build() -> list[Verdict]:
-            if self._parse is None:
-                self._parse = spacy_parser()[0]  # loaded on the first rubric request
-            return list(rubric_verdicts(request, rubric, judgement, self._parse, deferral))
+            with parsing_batch(self.vocab_limit):  # spaCy's vocabulary bounded
+                if self._parse is None:
+                    self._parse = spacy_parser()[0]  # loaded on the first rubric request
+                return list(rubric_verdicts(request, rubric, judgement, self._parse, deferral))
 
         return await asyncio.to_thread(build)
 
@@ -277,7 +281,7 @@ def register(
     table: DurableWritesTable = durable_table(
         app, JUDGE_CACHE_TABLE, key_type=str, partitions=settings.partitions, store=store
     )
-    proc = JudgeProcessor(table, client, ctx, rubric)
+    proc = JudgeProcessor(table, client, ctx, rubric, vocab_limit=settings.spacy_vocab_limit)
     outbox = new_outbox()
     requests_topic = topics[JUDGE_REQUESTS].get_topic_name()
 

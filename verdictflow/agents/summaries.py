@@ -31,6 +31,7 @@ from verdictflow.evaluators.answer_analysis import AnswerAnalyzer, IndexStore
 from verdictflow.evaluators.answer_verdicts import ScoringContext
 from verdictflow.evaluators.policy import Policy
 from verdictflow.evaluators.summary_judges.verdicts import JudgeContext, Parser
+from verdictflow.nlp import parsing_batch
 from verdictflow.pipelines import Output
 from verdictflow.pipelines.summaries import MAX_BATCH, judge_records, spacy_parser
 from verdictflow.scoring_setup import Scoring, new_analyzer
@@ -81,10 +82,11 @@ def register(
         return state["parse"], state["ctx"], state["faithfulness"]
 
     def judge_batch(records: list[Record]) -> list[list[Output]]:
-        parse, jctx, faithfulness = judge_context()
-        return judge_records(
-            records, parse, jctx, max_bytes=settings.max_event_bytes, faithfulness=faithfulness
-        )
+        with parsing_batch(settings.spacy_vocab_limit):  # spaCy's vocabulary bounded
+            parse, jctx, faithfulness = judge_context()
+            return judge_records(
+                records, parse, jctx, max_bytes=settings.max_event_bytes, faithfulness=faithfulness
+            )
 
     size = min(settings.batch_size, MAX_BATCH)
 

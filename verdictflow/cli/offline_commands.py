@@ -68,7 +68,9 @@ def eval_answers(
         store_bytes=settings.context_store_bytes,
     )  # fmt: skip
     lines = file.read_bytes().splitlines()
-    outputs = list(evaluate_answers(lines, scoring, source=str(file)))
+    outputs = list(
+        evaluate_answers(lines, scoring, source=str(file), vocab_limit=settings.spacy_vocab_limit)
+    )
     verdicts = [o.verdict for o in outputs if o.verdict is not None]
     if judge == "local":
         from verdictflow.judge_tier.factory import make_client

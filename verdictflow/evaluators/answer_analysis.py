@@ -164,8 +164,9 @@ class AnswerAnalyzer:
         if self.context_index == "parse":
             docs = self.nlp.pipe(texts, batch_size=self.batch_size)
             return [build_evidence_index(doc) for doc in docs]
-        if self._indexer is None:
-            loaded = self.nlp.load() if hasattr(self.nlp, "load") else self.nlp
+        loaded = self.nlp.load() if hasattr(self.nlp, "load") else self.nlp
+        if self._indexer is None or self._indexer.nlp is not loaded:
+            # first batch, or the pipeline was loaded afresh (``verdictflow.nlp.parsing_batch``)
             self._indexer = ContextIndexer(loaded)
         return [self._indexer.index(text) for text in texts]
 

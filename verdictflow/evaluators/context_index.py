@@ -111,7 +111,7 @@ class ContextIndexer:
     def __init__(self, nlp: Any) -> None:
         from spacy.pipeline import Sentencizer
 
-        self._nlp = nlp
+        self.nlp = nlp
         self._lemmatizer = nlp.get_pipe("lemmatizer")
         # The attribute ruler's single-word lemma patterns ("n't" -> not, "them" -> they,
         # "'re" -> be), whatever tag they ask for (there are no tags here): running the ruler
@@ -145,7 +145,7 @@ class ContextIndexer:
         }
 
     def index(self, text: str) -> EvidenceIndex:
-        doc = self._nlp.make_doc(text)
+        doc = self.nlp.make_doc(text)
         forms, offsets, starts = self._tokens(doc)
         kept = [
             (f.lower_, (start, start + len(f.text)))
@@ -248,7 +248,7 @@ class ContextIndexer:
         cached = self._lemmas.get(word)
         if cached is not None:
             return cached
-        doc = self._nlp.make_doc(word)
+        doc = self.nlp.make_doc(word)
         return self._candidate_lemmas(doc[0].lower_, doc, 0) if len(doc) == 1 else frozenset({word})
 
     def _negated_heads(

@@ -51,6 +51,7 @@ from verdictflow.ingest.otlp import OtlpDecodeError, parse_json, parse_protobuf,
 from verdictflow.models.codec import decode, encode
 from verdictflow.models.events import AnswerEvent
 from verdictflow.models.verdicts import ReasonCode
+from verdictflow.nlp import DEFAULT_VOCAB_LIMIT
 from verdictflow.pipelines.traces import keep
 from verdictflow.scoring_setup import load_scoring
 from verdictflow.settings import Settings
@@ -89,9 +90,12 @@ class GateLoader:
     check): the policy's context and statistics, the same the workers load, so its verdicts carry
     the workers' config digest."""
 
-    def __init__(self, policy: Policy, idf_stats: str) -> None:
+    def __init__(
+        self, policy: Policy, idf_stats: str, vocab_limit: int = DEFAULT_VOCAB_LIMIT
+    ) -> None:
         self.policy = policy
         self.idf_stats = idf_stats
+        self.vocab_limit = vocab_limit
         self._gate: asyncio.Task[Gate] | None = None
 
     def loaded(self) -> Gate | None:
@@ -107,7 +111,7 @@ class GateLoader:
 
     async def _load(self) -> Gate:
         scoring = await asyncio.to_thread(load_scoring, self.policy, self.idf_stats)
-        return Gate(scoring)
+        return Gate(scoring, self.vocab_limit)
 
 
 class IngestMetrics:
@@ -187,7 +191,7 @@ def create_ingest_app(
     answers_topic = settings.topic_prefix + ANSWERS
 
     policy = load_policy(settings.policy)  # a bad policy stops the command, before it binds
-    gate_loader = GateLoader(policy, settings.idf_stats)
+    gate_loader = GateLoader(policy, settings.idf_stats, settings.spacy_vocab_limit)
 
     async def connect() -> AIOKafkaProducer:
         """Declare the topics and start a producer, retrying while the broker is away."""

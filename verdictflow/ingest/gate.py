@@ -28,6 +28,7 @@ from verdictflow.evaluators.gate_verdicts import not_scored, provisional
 from verdictflow.evaluators.kinds import KindSpec, Need, Tier, answer_kinds
 from verdictflow.models.events import AnswerEvent
 from verdictflow.models.verdicts import ReasonCode, Verdict
+from verdictflow.nlp import DEFAULT_VOCAB_LIMIT, parsing_batch
 from verdictflow.scoring_setup import Scoring
 
 logger = logging.getLogger(__name__)
@@ -143,6 +144,8 @@ class NlpLane:
 
     scoring: Scoring
     batch: int = NLP_BATCH
+    #: Lexemes spaCy may gather before it is loaded afresh between batches (``parsing_batch``).
+    vocab_limit: int = DEFAULT_VOCAB_LIMIT
     _waiting: asyncio.Queue[_Job] | None = None
     _runner: asyncio.Task[None] | None = None
     #: Seconds an answer took in the last batches (moving average; None before the first):
@@ -226,12 +229,13 @@ class NlpLane:
         by_kinds: dict[tuple[str, ...], list[int]] = {}
         for i, job in enumerate(jobs):
             by_kinds.setdefault(tuple(spec.name for spec in job.kinds), []).append(i)
-        for indices in by_kinds.values():
-            kinds = jobs[indices[0]].kinds
-            events = [jobs[i].event for i in indices]
-            scored = score_answers(events, self.scoring.ctx, self.scoring.analyzer, kinds=kinds)
-            for i, verdicts in zip(indices, scored, strict=True):
-                out[i] = verdicts
+        with parsing_batch(self.vocab_limit):  # spaCy's vocabulary bounded between batches
+            for indices in by_kinds.values():
+                kinds = jobs[indices[0]].kinds
+                events = [jobs[i].event for i in indices]
+                scored = score_answers(events, self.scoring.ctx, self.scoring.analyzer, kinds=kinds)
+                for i, verdicts in zip(indices, scored, strict=True):
+                    out[i] = verdicts
         return [verdicts or [] for verdicts in out]
 
 
@@ -245,9 +249,9 @@ class GateResult:
 class Gate:
     """Scores one answer event for ``POST /v1/check`` (see the module docstring)."""
 
-    def __init__(self, scoring: Scoring) -> None:
+    def __init__(self, scoring: Scoring, vocab_limit: int = DEFAULT_VOCAB_LIMIT) -> None:
         self.scoring = scoring
-        self.lane = NlpLane(scoring)
+        self.lane = NlpLane(scoring, vocab_limit=vocab_limit)
 
     async def check(self, event: AnswerEvent, options: CheckOptions, deadline: float) -> GateResult:
         ctx = self.scoring.ctx

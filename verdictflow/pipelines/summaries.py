@@ -33,11 +33,12 @@ MAX_BATCH = 64
 
 
 def spacy_parser() -> tuple[Parser, str]:
-    """A batched parser over the process's spaCy pipeline, and the pipeline's version."""
+    """A batched parser over the process's spaCy pipeline, and the pipeline's version. The
+    parser asks for the pipeline at each call, so it follows a reload
+    (``verdictflow.nlp.parsing_batch``) instead of keeping the grown one alive."""
     from verdictflow.nlp import load_pipeline, pipeline_version
 
-    nlp = load_pipeline()
-    return (lambda texts: parse_all(nlp, texts)), pipeline_version(nlp)
+    return (lambda texts: parse_all(load_pipeline(), texts)), pipeline_version(load_pipeline())
 
 
 def judge_records(

@@ -18,6 +18,7 @@ from verdictflow.evaluators import variant_groups as vg
 from verdictflow.models.codec import DEFAULT_MAX_EVENT_BYTES, encode
 from verdictflow.models.dead_letter import DeadLetter
 from verdictflow.models.verdicts import Verdict
+from verdictflow.nlp import DEFAULT_VOCAB_LIMIT, parsing_batch
 from verdictflow.pipelines.answers import answer_outputs
 from verdictflow.pipelines.groups import apply_group_message
 from verdictflow.scoring_setup import Scoring
@@ -42,20 +43,23 @@ def evaluate_answers(
     source: str = "file",
     max_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     chunk_size: int = 64,
+    vocab_limit: int = DEFAULT_VOCAB_LIMIT,
 ) -> Iterator[Output]:
     """Verdicts and dead letters for raw JSONL lines, in the order they become final.
 
     Each chunk of ``chunk_size`` lines goes through the answers agents' pipeline
     (:func:`~verdictflow.pipelines.answers.answer_outputs`, every kind, one ``nlp.pipe`` per
-    chunk as the agent does per batch); its consistency messages go to an in-memory group store
-    as the consistency agent's would.
+    chunk as the agent does per batch, each chunk one ``parsing_batch``: past ``vocab_limit``
+    lexemes spaCy is loaded afresh between chunks); its consistency messages go to an in-memory
+    group store as the consistency agent's would.
     """
     ctx = scoring.ctx
     # Offline there is no wall clock: every answer arrives at time 0 and the end of the input
     # closes the windows still open (closed_by: window), as if their time had come.
     store = vg.GroupStore({}, ctx, forget_seconds=math.inf)
     for chunk in _chunks(_records(lines, source), chunk_size):
-        results = answer_outputs(chunk, ctx, scoring.analyzer, max_bytes=max_bytes, tier=None)
+        with parsing_batch(vocab_limit):  # a long file's new words do not grow spaCy unbounded
+            results = answer_outputs(chunk, ctx, scoring.analyzer, max_bytes=max_bytes, tier=None)
         for topic, _key, value in (output for outputs in results for output in outputs):
             if topic == CONSISTENCY_GROUPS:
                 if (closed := apply_group_message(store, value, now=0.0)) is not None:
