@@ -19,6 +19,7 @@ within a few minutes of text.
 from __future__ import annotations
 
 import argparse
+import gc
 import hashlib
 import json
 import subprocess
@@ -79,22 +80,20 @@ def child(data: Path, n: int, limit: int, every: int) -> None:
 def isolated(words: int) -> None:
     """The vocabulary alone: ``words`` new words (``w<k>x<i>q``) into a loaded pipeline in one
     batch, then the batch's end under a limit below that; resident memory at each step."""
-    import gc
-
     from verdictflow.evaluators.answer_analysis import COMPONENTS
     from verdictflow.nlp import load_pipeline, parsing_batch
 
-    nlp = load_pipeline(COMPONENTS)
-    nlp("Warm up.")
+    gc.freeze()  # a worker's start-up heap; its pipeline is loaded after (on its first batch)
+    gc.set_threshold(10_000, 10, 10)  # and its collector's thresholds (streams/gc_tuning.py)
+    load_pipeline(COMPONENTS)("Warm up.")
     steps = {"loaded": resident_mib()}
     with parsing_batch(words // 2):
         for k in range(0, words, 10_000):
-            nlp.make_doc(" ".join(f"w{k}x{i}q" for i in range(min(10_000, words - k))))
+            words_k = " ".join(f"w{k}x{i}q" for i in range(min(10_000, words - k)))
+            load_pipeline(COMPONENTS).make_doc(words_k)
         steps["grown"] = resident_mib()
-        lexemes = len(nlp.vocab)
-    del nlp
-    gc.collect()
-    steps["dropped"] = resident_mib()
+        lexemes = len(load_pipeline(COMPONENTS).vocab)
+    steps["dropped"] = resident_mib()  # dropped, and collected, at the batch's end
     load_pipeline(COMPONENTS)("Warm up.")
     steps["reloaded"] = resident_mib()
     print(json.dumps({"lexemes": lexemes, **steps}), flush=True)

@@ -11,10 +11,12 @@ give different anchors, so it must change the config digest.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import logging
 import sys
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -151,10 +153,12 @@ class _Loaded:
     def renew_grown(self, limit: int) -> None:
         """Drop every pipeline whose vocabulary passed ``limit`` lexemes (the lock held, no
         batch holding): the next :func:`load_pipeline` loads it afresh."""
+        dropped = False
         for components, nlp in list(self.pipelines.items()):
             if len(nlp.vocab) > limit:
                 del self.pipelines[components]
                 self.renewals += 1
+                dropped = True
                 logger.info(
                     "spaCy vocabulary at %d lexemes (limit %d): pipeline %s loaded afresh on "
                     "its next use",
@@ -162,6 +166,19 @@ class _Loaded:
                     limit,
                     ",".join(components),
                 )
+        if dropped:
+            # A pipeline is full of reference cycles: only the cyclic collector frees it, and
+            # a worker's oldest generation is collected rarely (streams/gc_tuning.py). One
+            # pipeline loaded before ``gc.freeze`` would never be freed: workers load theirs on
+            # the first batch, after it.
+            del nlp
+            started = time.perf_counter()
+            found = gc.collect()
+            logger.info(
+                "dropped pipeline collected: %d objects in %.2f s",
+                found,
+                time.perf_counter() - started,
+            )
 
 
 _LOADED = _Loaded()

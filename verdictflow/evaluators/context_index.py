@@ -108,7 +108,15 @@ class ContextIndexer:
     """Builds :class:`EvidenceIndex` values from context text with the pipeline's tokenizer
     and rule lemmatizer only (no tok2vec, tagger, parser or NER)."""
 
-    def __init__(self, nlp: Any) -> None:
+    def __init__(
+        self,
+        nlp: Any,
+        lemmas: dict[str, frozenset[str]] | None = None,
+        forms: dict[tuple[int, int], Form] | None = None,
+    ) -> None:
+        """``lemmas`` and ``forms``: caches to share with earlier indexers (strings by word and
+        by vocabulary hash, the same for every load of one model), so that an indexer made per
+        batch does not start cold and does not keep a pipeline alive after its batch."""
         from spacy.pipeline import Sentencizer
 
         self.nlp = nlp
@@ -127,9 +135,9 @@ class ContextIndexer:
         # (:meth:`_sentence_starts`) is applied to the token arrays here: the pipe itself made
         # a ``Token`` object per token, a fifth of the indexing time.
         self._sentence_ends = frozenset(Sentencizer().punct_chars)
-        self._lemmas: dict[str, frozenset[str]] = {}
+        self._lemmas: dict[str, frozenset[str]] = {} if lemmas is None else lemmas
         #: By (orth, norm) id: a word form's attributes, read once.
-        self._forms: dict[tuple[int, int], Form] = {}
+        self._forms: dict[tuple[int, int], Form] = {} if forms is None else forms
         # The rule lemmatizer returns the word itself unless one of its suffix rules or
         # exceptions for that part of speech applies: read both from the model's own tables,
         # and skip the call (~100-200 us) when neither can apply.
