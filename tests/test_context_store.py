@@ -73,7 +73,7 @@ def test_a_restarted_analyzer_reads_indexes_back_and_builds_none(nlp, ctx, tmp_p
     assert verdicts(restarted, ctx) == plain
     assert restarted.store is not None
     assert restarted.store.hits == 3
-    assert restarted._indexer is None, "every context came from the store: none was indexed"
+    assert restarted.contexts_indexed == 0, "every context came from the store: none was indexed"
     assert restarted.cache.misses == 3
     assert (tmp_path / FILE_NAME).stat().st_mode & 0o777 == 0o600, "owner-only"
     assert len(restarted.cache) == 3

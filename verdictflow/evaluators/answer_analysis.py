@@ -157,11 +157,14 @@ class AnswerAnalyzer:
         self.store = store
         #: Stored bodies that did not decode (built again and written over).
         self.store_rejects = 0
+        #: Contexts whose evidence index was built here (neither cached nor stored).
+        self.contexts_indexed = 0
         self._lemma_cache: dict[str, frozenset[str]] = {}
         self._form_cache: dict[tuple[int, int], Form] = {}
         self._support_frames: OrderedDict[str, Frame] = OrderedDict()
 
     def _index_missing(self, texts: Sequence[str]) -> list[EvidenceIndex]:
+        self.contexts_indexed += len(texts)
         if self.context_index == "parse":
             docs = self.nlp.pipe(texts, batch_size=self.batch_size)
             return [build_evidence_index(doc) for doc in docs]
