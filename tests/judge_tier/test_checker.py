@@ -199,3 +199,44 @@ def test_a_judge_worker_reviews_with_the_checker(
         assert judge["model"].startswith(f"{tiny_checker.name}@")
         assert judge["prompt_version"] == "checker-chunks/1"
         assert "probability" in v["evidence"]["response"]
+
+
+def test_pairs_tokenized_once_give_the_tokenizers_own_batches() -> None:
+    """The fit tokenizes every pair before its first step (``EncodedPairs``); each batch it
+    pads must be what the tokenizer gives for that batch with ``padding=True``: the same ids,
+    segments and mask, truncation of the chunk included."""
+    import random
+
+    import torch
+    from transformers import AutoTokenizer
+
+    from verdictflow.embedders import packaged_model_dir
+    from verdictflow.scoring_jobs.training.checker_training import EncodedPairs
+
+    tokenizer = AutoTokenizer.from_pretrained(str(packaged_model_dir()))
+    scifact = Path(__file__).resolve().parents[3] / "shared" / "data" / "scifact_beir"
+    abstracts = [
+        orjson.loads(line)["text"]
+        for line in (scifact / "corpus.jsonl").read_bytes().splitlines()[:40]
+    ]
+    pairs = [Pair("t", "t", CONTEXT, "Acme bought Globex.", 1.0), Pair("t", "t", "", "x", 0.0)]
+    pairs += [
+        Pair("t", "t", text, text.split(". ")[0][: 30 + 2 * i], float(i % 2))
+        for i, text in enumerate(abstracts)
+    ]
+    for max_length in (64, 256):
+        encoded = EncodedPairs(tokenizer, pairs, max_length, chunk=16)
+        order = list(range(len(pairs)))
+        random.Random(max_length).shuffle(order)
+        for start in range(0, len(order), 8):
+            ids = order[start : start + 8]
+            expected = tokenizer(
+                [pairs[i].chunk for i in ids], [pairs[i].claim for i in ids],
+                truncation="only_first", max_length=max_length, padding=True,
+                return_tensors="pt",
+            )  # fmt: skip
+            got = encoded.batch(ids)
+            assert set(got) == set(expected.keys())
+            for key, tensor in got.items():
+                assert tensor.dtype == expected[key].dtype
+                assert torch.equal(tensor, expected[key]), (max_length, key)
