@@ -156,3 +156,27 @@ def test_verdicts_are_the_same_when_the_pipeline_is_loaded_afresh_at_every_batch
     assert pipeline_renewals() >= renewals + len(events)
     assert again == scored(0)
     assert len(again) == 2 * len(events)
+
+
+def test_the_worker_exports_the_vocabulary_and_its_reloads() -> None:
+    from prometheus_client import generate_latest
+
+    from verdictflow.nlp import loaded_lexemes
+    from verdictflow.streams.worker_metrics import WorkerMetrics
+
+    metrics = WorkerMetrics()
+    metrics.watch_spacy()
+    nlp = load_pipeline(COMPONENTS)
+    with parsing_batch(0):
+        nlp.make_doc("qx1zz qx2zz qx3zz")
+    text = generate_latest(metrics.registry).decode()
+    assert loaded_lexemes() >= len(nlp.vocab) > 3
+    assert f"vf_spacy_vocab_lexemes {float(loaded_lexemes())}" in text
+    assert f"vf_spacy_pipeline_reloads_total {float(pipeline_renewals())}" in text
+    before = pipeline_renewals()
+    with parsing_batch(1):  # every loaded pipeline is over it: dropped at the end
+        pass
+    text = generate_latest(metrics.registry).decode()
+    assert "vf_spacy_vocab_lexemes 0.0" in text
+    assert pipeline_renewals() > before
+    assert f"vf_spacy_pipeline_reloads_total {float(pipeline_renewals())}" in text

@@ -193,6 +193,11 @@ def loaded_pipelines() -> int:
     return len(_LOADED.pipelines)
 
 
+def loaded_lexemes() -> int:
+    """Lexemes in the vocabularies of the pipelines this process holds loaded now (0: none)."""
+    return sum(len(nlp.vocab) for nlp in list(_LOADED.pipelines.values()))
+
+
 def pipeline_renewals() -> int:
     """How many times a pipeline was dropped for a fresh one (:func:`parsing_batch`)."""
     return _LOADED.renewals

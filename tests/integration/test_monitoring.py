@@ -133,6 +133,9 @@ def test_monitor_shows_the_expected_rates_of_a_replay(settings_factory, worker_f
         )
         processed = by_labels(w, "vf_worker_processing_seconds_count", "group", "topic")
         assert [processed[(g, "answers")] for g in groups] == [len(traffic.lines)] * 2
+        # The NLP tier parsed: its spaCy vocabulary is exported, far from the limit, no reload.
+        assert 0 < w[("vf_spacy_vocab_lexemes", ())] < settings.spacy_vocab_limit
+        assert w[("vf_spacy_pipeline_reloads_total", ())] == 0
 
         def lag_is_zero() -> bool:
             lag = by_labels(

@@ -205,6 +205,8 @@ def create_apps(
     scoring = _worker_scoring(policy, settings)
     if metrics is not None and Tier.NLP in tiers:
         metrics.watch_context_cache(scoring.analyzer.cache, scoring.analyzer.store)
+    if metrics is not None:  # the NLP tier, and the summaries agent of the lexical tier, parse
+        metrics.watch_spacy()
     return [
         create_app(
             settings,

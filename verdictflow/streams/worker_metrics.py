@@ -28,6 +28,7 @@ from prometheus_client.registry import Collector
 if TYPE_CHECKING:
     from verdictflow.streams.safe_commit import SafeCommitConsumer
 
+from verdictflow.nlp import loaded_lexemes, pipeline_renewals
 from verdictflow.streams.outbox import Outbox
 from verdictflow.streams.topics import DEAD_LETTERS
 from verdictflow.web.listeners import serve_metrics
@@ -185,6 +186,10 @@ class WorkerMetrics:
         (:class:`ContextCacheCollector`)."""
         self.registry.register(ContextCacheCollector(cache, store))
 
+    def watch_spacy(self) -> None:
+        """Export spaCy's vocabulary size and reloads (:class:`SpacyVocabularyCollector`)."""
+        self.registry.register(SpacyVocabularyCollector())
+
     def serve(self, port: int, host: str = "127.0.0.1", token: str | None = None) -> None:
         """Expose ``/metrics`` on ``host:port`` from a daemon thread (behind the bearer
         ``token`` when one is given: :func:`verdictflow.web.listeners.serve_metrics`)."""
@@ -276,6 +281,22 @@ class ContextCacheCollector(Collector):  # type: ignore[misc]
         yield GaugeMetricFamily(
             "vf_context_store_bytes", "Bytes of stored (compressed) context indexes",
             value=store.stored_bytes,
+        )  # fmt: skip
+
+
+class SpacyVocabularyCollector(Collector):  # type: ignore[misc]
+    """spaCy's vocabulary, read at scrape time: ``vf_spacy_vocab_lexemes`` (in the pipelines
+    loaded now; it grows with every new word) and ``vf_spacy_pipeline_reloads_total`` (pipelines
+    loaded afresh past ``VERDICTFLOW_SPACY_VOCAB_LIMIT``: ``verdictflow.nlp.parsing_batch``)."""
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        yield GaugeMetricFamily(
+            "vf_spacy_vocab_lexemes", "Lexemes in the loaded spaCy vocabularies",
+            value=loaded_lexemes(),
+        )  # fmt: skip
+        yield CounterMetricFamily(
+            "vf_spacy_pipeline_reloads", "spaCy pipelines loaded afresh past the vocabulary limit",
+            value=pipeline_renewals(),
         )  # fmt: skip
 
 
