@@ -153,25 +153,22 @@ class _Loaded:
     def renew_grown(self, limit: int) -> None:
         """Drop every pipeline whose vocabulary passed ``limit`` lexemes (the lock held, no
         batch holding): the next :func:`load_pipeline` loads it afresh."""
-        dropped = False
-        for components, nlp in list(self.pipelines.items()):
-            if len(nlp.vocab) > limit:
-                del self.pipelines[components]
-                self.renewals += 1
-                dropped = True
-                logger.info(
-                    "spaCy vocabulary at %d lexemes (limit %d): pipeline %s loaded afresh on "
-                    "its next use",
-                    len(nlp.vocab),
-                    limit,
-                    ",".join(components),
-                )
-        if dropped:
+        grown = [c for c, nlp in self.pipelines.items() if len(nlp.vocab) > limit]
+        for components in grown:
+            lexemes = len(self.pipelines.pop(components).vocab)
+            self.renewals += 1
+            logger.info(
+                "spaCy vocabulary at %d lexemes (limit %d): pipeline %s loaded afresh on its "
+                "next use",
+                lexemes,
+                limit,
+                ",".join(components),
+            )
+        if grown:
             # A pipeline is full of reference cycles: only the cyclic collector frees it, and
             # a worker's oldest generation is collected rarely (streams/gc_tuning.py). One
             # pipeline loaded before ``gc.freeze`` would never be freed: workers load theirs on
             # the first batch, after it.
-            del nlp
             started = time.perf_counter()
             found = gc.collect()
             logger.info(
@@ -182,10 +179,6 @@ class _Loaded:
 
 
 _LOADED = _Loaded()
-
-
-def _load(components: tuple[str, ...]) -> Any:
-    return _LOADED.get(components)
 
 
 def loaded_pipelines() -> int:
@@ -227,7 +220,7 @@ def parsing_batch(vocab_limit: int = DEFAULT_VOCAB_LIMIT) -> Iterator[None]:
 def load_pipeline(components: Iterable[str] = FULL_COMPONENTS) -> Any:
     """The English pipeline with only ``components`` enabled, loaded once per process (and
     again after :func:`parsing_batch` dropped it for its grown vocabulary)."""
-    return _load(tuple(sorted(set(components))))
+    return _LOADED.get(tuple(sorted(set(components))))
 
 
 def pipeline_version(nlp: Any) -> str:
