@@ -28,6 +28,22 @@ class Scoring:
     analyzer: AnswerAnalyzer
 
 
+@dataclass(frozen=True)
+class ScoringRecipe:
+    """What :func:`load_scoring` is called with, picklable: how ``eval answers --jobs`` gives
+    each scoring process the same scoring (and config digest) as the parent."""
+
+    policy: Policy
+    idf_stats: str | Path | None = "default"
+    data_dir: Path | None = None
+    store_bytes: int = 0
+
+    def load(self) -> Scoring:
+        return load_scoring(
+            self.policy, self.idf_stats, data_dir=self.data_dir, store_bytes=self.store_bytes
+        )
+
+
 def load_scoring(
     policy: Policy,
     idf_stats: str | Path | None = "default",

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import sqlite3
+from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
 
@@ -16,7 +18,12 @@ from tests.support.paths import ROOT
 from tests.support.processes import run_verdictflow
 from verdictflow.cli import app
 from verdictflow.context_store import FILE_NAME
+from verdictflow.evaluators.policy import Policy
+from verdictflow.models.codec import DEFAULT_MAX_EVENT_BYTES, encode
+from verdictflow.scoring_jobs.batch.answer_chunks import ChunkScorers, ScoringProcessDiedError
+from verdictflow.scoring_jobs.batch.eval_answers import Output, evaluate_answers
 from verdictflow.scoring_jobs.batch.topic_schemas import TOPIC_VALUE_MODELS
+from verdictflow.scoring_setup import ScoringRecipe
 
 runner = CliRunner()
 SPEC_FILE = Path(str(resources.files("verdictflow") / "samples" / "answers.jsonl"))
@@ -132,3 +139,30 @@ def test_committed_schemas_match_the_models(tmp_path):
     assert fresh == {p.name: p.read_bytes() for p in committed.iterdir()}, (
         "run `verdictflow schemas --out schemas` and commit the result"
     )
+
+
+def test_eval_answers_in_processes_gives_every_output_in_the_same_order(tmp_path):
+    """Chunks scored by two spawned processes come back in input order (dead letters and the
+    consistency verdicts the parent closes included); a process that dies fails the run."""
+    lines = SPEC_FILE.read_bytes().splitlines()
+    recipe = ScoringRecipe(Policy(), "none", data_dir=tmp_path / "store", store_bytes=1 << 24)
+
+    def encoded(outputs: Iterable[Output]) -> list[bytes]:
+        return [encode(o.verdict or o.dead_letter) for o in outputs]  # type: ignore[arg-type]
+
+    here = encoded(evaluate_answers(lines, recipe.load(), chunk_size=1))
+    assert len(here) == 65  # 63 verdicts, 2 dead letters
+    with ChunkScorers(recipe, 2, max_bytes=DEFAULT_MAX_EVENT_BYTES, vocab_limit=0) as scorers:
+        apart = encoded(evaluate_answers(lines, recipe.load(), chunk_size=1, processes=scorers))
+        assert apart == here
+        for child in multiprocessing.active_children():
+            child.kill()
+        with pytest.raises(ScoringProcessDiedError, match="rather than skip answers"):
+            list(evaluate_answers(lines, recipe.load(), chunk_size=1, processes=scorers))
+
+
+def test_eval_answers_jobs_flag_prints_what_one_process_prints():
+    one = runner.invoke(app, ["eval", "answers", str(SPEC_FILE)])
+    two = run_verdictflow("eval", "answers", str(SPEC_FILE), "--jobs", "2", check=True)
+    assert two.stdout == one.stdout
+    assert two.stdout.count("\n") == 63

@@ -3,9 +3,11 @@ background statistics it uses (``build-idf``), threshold calibration and the top
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import orjson
 import typer
@@ -13,6 +15,12 @@ from rich.console import Console
 
 from verdictflow.cli.options import IdfStatsOpt, PolicyOpt, err
 from verdictflow.evaluators.kinds import BY_NAME
+
+if TYPE_CHECKING:
+    from verdictflow.scoring_jobs.batch.answer_chunks import ChunkScorers
+    from verdictflow.scoring_jobs.batch.eval_answers import Output
+    from verdictflow.scoring_setup import Scoring
+    from verdictflow.settings import Settings
 
 #: Training sets, by name (``scoring_jobs/training/faithfulness_data.LOADERS`` keys, kept here
 #: so the help text does not import the loaders).
@@ -51,26 +59,45 @@ def eval_answers(
             "workers do: contexts indexed by an earlier run or a worker are not indexed again",
         ),
     ] = True,
+    jobs: Annotated[
+        int,
+        typer.Option(
+            "--jobs",
+            "-j",
+            min=0,
+            help="processes that score (0: one per core); each loads spaCy (~700 MiB), and the "
+            "verdicts are the same for any number",
+        ),
+    ] = 1,
 ) -> None:
     """Score answers offline with the agents' code: one verdict per line on stdout,
     dead letters on stderr."""
     from verdictflow.cli.options import build_settings
     from verdictflow.evaluators.policy import load_policy
-    from verdictflow.scoring_jobs.batch.eval_answers import evaluate_answers
-    from verdictflow.scoring_setup import load_scoring
+    from verdictflow.models.codec import DEFAULT_MAX_EVENT_BYTES
+    from verdictflow.scoring_jobs.batch.answer_chunks import ChunkScorers
+    from verdictflow.scoring_setup import ScoringRecipe
 
     if judge not in (None, "local"):
         raise typer.BadParameter("--judge takes one value: local")
     loaded = load_policy(policy)
     settings = build_settings()
-    scoring = load_scoring(
+    recipe = ScoringRecipe(
         loaded, idf_stats, data_dir=settings.data_dir if context_store else None,
         store_bytes=settings.context_store_bytes,
     )  # fmt: skip
-    lines = file.read_bytes().splitlines()
-    outputs = list(
-        evaluate_answers(lines, scoring, source=str(file), vocab_limit=settings.spacy_vocab_limit)
-    )
+    jobs = jobs or len(os.sched_getaffinity(0))
+    processes = (
+        ChunkScorers(
+            recipe, jobs, max_bytes=DEFAULT_MAX_EVENT_BYTES, vocab_limit=settings.spacy_vocab_limit
+        )
+        if jobs > 1
+        else contextlib.nullcontext()
+    )  # started first: their start-up overlaps this process's
+    with processes as scorers:
+        scoring = recipe.load()  # a bad --idf-stats fails here, in this process
+        lines = file.read_bytes().splitlines()
+        outputs = _scored_with_progress(lines, scoring, scorers, str(file), settings)
     verdicts = [o.verdict for o in outputs if o.verdict is not None]
     if judge == "local":
         from verdictflow.judge_tier.factory import make_client
@@ -89,6 +116,29 @@ def eval_answers(
     else:
         for v in verdicts:
             sys.stdout.buffer.write(orjson.dumps(v.model_dump(mode="json")) + b"\n")
+
+
+def _scored_with_progress(
+    lines: list[bytes],
+    scoring: Scoring,
+    scorers: ChunkScorers | None,
+    source: str,
+    settings: Settings,
+) -> list[Output]:
+    """``evaluate_answers``' outputs, with a progress bar on a terminal's stderr."""
+    from rich.progress import Progress
+
+    from verdictflow.scoring_jobs.batch.eval_answers import evaluate_answers
+
+    jobs = scorers.jobs if scorers is not None else 1
+    total = sum(1 for line in lines if line.strip())
+    with Progress(console=err, transient=True) as bar:
+        task = bar.add_task(f"scoring answers ({jobs} process{'es' * (jobs > 1)})", total=total)
+        scored = evaluate_answers(
+            lines, scoring, source=source, vocab_limit=settings.spacy_vocab_limit,
+            processes=scorers, scored=lambda n: bar.advance(task, n),
+        )  # fmt: skip
+        return list(scored)
 
 
 def eval_summaries(
