@@ -147,6 +147,18 @@ def test_the_backend_answers_in_the_claims_contract_with_chunks_and_a_cache(
         CheckerModel(tiny_checker, expected_digest="0" * 64)
 
 
+def test_a_claim_longer_than_the_window_is_cut_not_refused(tiny_checker: Path) -> None:
+    """A sentence with no spaces has one "word" for ``cut_claim`` and hundreds of word pieces;
+    the pair is cut to the window (the longer side first), and the answer gets its reply."""
+    from verdictflow.judge_tier.checker_backend import CheckerBackend
+
+    sentence = "这是一个很长的句子" * 40 + "。"  # 361 characters, one piece each
+    event = AnswerEvent(id="zh", answer=sentence, contexts=["这是一个句子。" + CONTEXT])
+    reply = asyncio.run(CheckerBackend(str(tiny_checker)).ask(event, 256))
+    (claim,) = orjson.loads(reply.content)["claims"]
+    assert 0.0 <= claim["probability"] <= 1.0
+
+
 @pytest.mark.broker
 @pytest.mark.timeout(300)
 def test_a_judge_worker_reviews_with_the_checker(
@@ -204,13 +216,15 @@ def test_a_judge_worker_reviews_with_the_checker(
 def test_pairs_tokenized_once_give_the_tokenizers_own_batches() -> None:
     """The fit tokenizes every pair before its first step (``EncodedPairs``); each batch it
     pads must be what the tokenizer gives for that batch with ``padding=True``: the same ids,
-    segments and mask, truncation of the chunk included."""
+    segments and mask, truncation included (a claim longer than the window too: cutting the
+    chunk alone raised there)."""
     import random
 
     import torch
     from transformers import AutoTokenizer
 
     from verdictflow.embedders import packaged_model_dir
+    from verdictflow.evaluators.checker_chunks import PAIR_TRUNCATION
     from verdictflow.scoring_jobs.training.checker_training import EncodedPairs
 
     tokenizer = AutoTokenizer.from_pretrained(str(packaged_model_dir()))
@@ -220,6 +234,7 @@ def test_pairs_tokenized_once_give_the_tokenizers_own_batches() -> None:
         for line in (scifact / "corpus.jsonl").read_bytes().splitlines()[:40]
     ]
     pairs = [Pair("t", "t", CONTEXT, "Acme bought Globex.", 1.0), Pair("t", "t", "", "x", 0.0)]
+    pairs.append(Pair("t", "t", abstracts[0], abstracts[1], 0.0))  # a claim over the window
     pairs += [
         Pair("t", "t", text, text.split(". ")[0][: 30 + 2 * i], float(i % 2))
         for i, text in enumerate(abstracts)
@@ -232,7 +247,7 @@ def test_pairs_tokenized_once_give_the_tokenizers_own_batches() -> None:
             ids = order[start : start + 8]
             expected = tokenizer(
                 [pairs[i].chunk for i in ids], [pairs[i].claim for i in ids],
-                truncation="only_first", max_length=max_length, padding=True,
+                truncation=PAIR_TRUNCATION, max_length=max_length, padding=True,
                 return_tensors="pt",
             )  # fmt: skip
             got = encoded.batch(ids)

@@ -460,6 +460,7 @@ def train_checker(
 
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
+    from verdictflow.cli.progress_lines import ProgressLines
     from verdictflow.digests import file_digest
     from verdictflow.embedders import packaged_model_dir
     from verdictflow.scoring_jobs.training import checker_data, checker_sets
@@ -533,9 +534,11 @@ def train_checker(
         TextColumn("loss {task.fields[loss]:.3f}"), TimeRemainingColumn(), console=err,
     ) as bar:  # fmt: skip
         task = bar.add_task("steps", total=None, loss=0.0)
+        lines = ProgressLines(err, "train-checker steps")  # stderr to a file: lines, not a bar
 
         def progress(step: int, total: int, loss: float) -> None:
             bar.update(task, completed=step, total=total, loss=loss)
+            lines.update(step, total, f"loss {loss:.3f}")
 
         report_ = ct.train(
             pairs, Path(start), out, options, held_out if validate and held else None, progress

@@ -33,6 +33,7 @@ import orjson
 
 from verdictflow.evaluators import text_normalise
 from verdictflow.evaluators.checker_chunks import (
+    PAIR_TRUNCATION,
     TOP_CHUNKS,
     chunk_contexts,
     claim_sentences,
@@ -120,7 +121,7 @@ class CheckerModel:
         self.inputs = {i.name for i in self.session.get_inputs()}
         self.runtime = f"onnxruntime {ort.__version__}; cpu {cpu_kernels()}"
         self.tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
-        self.tokenizer.enable_truncation(MAX_LENGTH, strategy="only_first")
+        self.tokenizer.enable_truncation(MAX_LENGTH, strategy=PAIR_TRUNCATION)
         self.tokenizer.enable_padding()
         found = card.get("supported_at")
         self.supported_at = float(found) if found is not None else SUPPORTED_AT

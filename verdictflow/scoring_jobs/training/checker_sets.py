@@ -22,7 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from verdictflow.evaluators.checker_chunks import chunk_context, cut_claim, top_chunks
+from verdictflow.evaluators.checker_chunks import (
+    PAIR_TRUNCATION,
+    chunk_context,
+    cut_claim,
+    top_chunks,
+)
 from verdictflow.scoring_jobs.training.data_files import require
 
 Predict = Callable[[Sequence[tuple[str, str]]], list[float]]
@@ -159,7 +164,7 @@ def torch_predict(model: Any, tokenizer: Any, max_length: int = 256, batch: int 
             for i in range(0, len(pairs), batch):
                 part = pairs[i : i + batch]
                 encoded = tokenizer(
-                    [c for c, _ in part], [q for _, q in part], truncation="only_first",
+                    [c for c, _ in part], [q for _, q in part], truncation=PAIR_TRUNCATION,
                     max_length=max_length, padding=True, return_tensors="pt",
                 ).to(device)  # fmt: skip
                 logits = model(**encoded).logits[:, 0].float()

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from verdictflow.evaluators.checker_chunks import PAIR_TRUNCATION
+
 if TYPE_CHECKING:  # the trainer imports PyTorch and this package's light modules only
     from verdictflow.scoring_jobs.training.checker_pairs import Pair
 
@@ -81,7 +83,7 @@ class EncodedPairs:
         for start in range(0, len(pairs), chunk):
             part = pairs[start : start + chunk]
             encoded = tokenizer([p.chunk for p in part], [p.claim for p in part],
-                                truncation="only_first", max_length=max_length)  # fmt: skip
+                                truncation=PAIR_TRUNCATION, max_length=max_length)  # fmt: skip
             for ids, types in zip(encoded["input_ids"], encoded["token_type_ids"], strict=True):
                 self.ids.append(np.asarray(ids, dtype=np.int32))
                 self.claim_starts.append(types.index(1) if 1 in types else len(types))
