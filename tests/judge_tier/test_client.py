@@ -166,3 +166,23 @@ def test_a_too_long_prompt_defers_without_asking_and_a_down_endpoint_is_unavaila
             assert len(standin.seen) == 2
 
         run(both(), c)
+
+
+def test_refusals_defer_their_request_and_never_open_the_breaker() -> None:
+    """A refused request (400) is that request's fault: it defers ``judge_refused``; the
+    endpoint answered, so the breaker (open after 2 failures here) lets the next one through."""
+    standin = StandIn(pattern=("400", "400", "400", "ok"))
+    with serve(standin) as url:
+        c = client(url, breaker_failures=2)
+
+        async def four() -> list[object]:
+            return [
+                await c.judge(request("Acme Corp acquired Globex in 2019.", rid=f"r{i}"),
+                              Priority.BAND)
+                for i in range(4)
+            ]  # fmt: skip
+
+        outcomes = run(four(), c)
+    assert [o[0] for o in outcomes[:3]] == [ReasonCode.JUDGE_REFUSED] * 3  # type: ignore[index]
+    assert isinstance(outcomes[3], Judgement)
+    assert [outcome for _, outcome in standin.seen] == ["400", "400", "400", "ok"]

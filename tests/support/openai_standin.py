@@ -120,7 +120,7 @@ def scripted_reply(fields: dict[str, Any]) -> dict[str, Any]:
 class StandIn:
     """What the server does and what it saw."""
 
-    #: One entry per request, cycling: "ok", "500", "429", "malformed", "huge".
+    #: One entry per request, cycling: "ok", "500", "429", "400", "malformed", "huge".
     pattern: Sequence[str] = ("ok",)
     latency: float = 0.0
     #: Per request, cycling, instead of ``latency`` when given.
@@ -151,6 +151,8 @@ class StandIn:
                 await asyncio.sleep(latency)
             if outcome == "500":
                 return JSONResponse({"error": {"message": "scripted failure"}}, status_code=500)
+            if outcome == "400":  # this request refused (an endpoint's content filter, say)
+                return JSONResponse({"error": {"message": "scripted refusal"}}, status_code=400)
             if outcome == "429":
                 return JSONResponse(
                     {"error": {"message": "slow down"}},

@@ -17,7 +17,7 @@ Outcomes, for one request:
   waits and asks again, so nothing is lost while the endpoint is down.
 
 Every attempt, retries included, passes the budget first; the breaker is checked before the
-budget, so an open breaker spends nothing.
+budget, so an open breaker spends nothing. Refusals do not count towards opening it.
 """
 
 from __future__ import annotations
@@ -79,7 +79,9 @@ class JudgeClient:
         self.budget = budget or Budget(policy.budget)
         self.max_attempts = max_attempts
         self.breaker = CircuitBreaker(
-            fail_max=breaker_failures, timeout_duration=timedelta(seconds=breaker_reset_seconds)
+            fail_max=breaker_failures,
+            timeout_duration=timedelta(seconds=breaker_reset_seconds),
+            exclude=[_refused],  # one request's fault, not the endpoint's
         )
         self.breaker_reset_seconds = breaker_reset_seconds
         self.metrics = metrics or JudgeMetrics()
@@ -216,6 +218,12 @@ class JudgeClient:
 def _status(exc: BaseException) -> int | None:
     status = getattr(exc, "status_code", None)
     return status if isinstance(status, int) else None
+
+
+def _refused(exc: BaseException) -> bool:
+    """The endpoint refused this request (400, 413, 422): it answered, so the breaker does not
+    count it; five refused answers in a row had opened it and held up every other request."""
+    return _status(exc) in REFUSED
 
 
 def _transient(exc: BaseException) -> bool:
