@@ -161,8 +161,14 @@ def test_eval_answers_in_processes_gives_every_output_in_the_same_order(tmp_path
             list(evaluate_answers(lines, recipe.load(), chunk_size=1, processes=scorers))
 
 
-def test_eval_answers_jobs_flag_prints_what_one_process_prints():
-    one = runner.invoke(app, ["eval", "answers", str(SPEC_FILE)])
-    two = run_verdictflow("eval", "answers", str(SPEC_FILE), "--jobs", "2", check=True)
+def test_eval_answers_jobs_flag_prints_what_one_process_prints(tmp_path):
+    """Two chunks of 64 lines (the sample six times over: 78 lines), so two processes."""
+    file = tmp_path / "answers.jsonl"
+    file.write_bytes(SPEC_FILE.read_bytes() * 6)
+    one = run_verdictflow("eval", "answers", str(file), "--no-context-store", check=True)
+    two = run_verdictflow(
+        "eval", "answers", str(file), "--no-context-store", "--jobs", "2", check=True
+    )
     assert two.stdout == one.stdout
-    assert two.stdout.count("\n") == 63
+    assert two.stderr == one.stderr  # the dead letters, in order
+    assert two.stderr.count('"error_code"') == 12

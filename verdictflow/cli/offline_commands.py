@@ -76,6 +76,7 @@ def eval_answers(
     from verdictflow.evaluators.policy import load_policy
     from verdictflow.models.codec import DEFAULT_MAX_EVENT_BYTES
     from verdictflow.scoring_jobs.batch.answer_chunks import ChunkScorers
+    from verdictflow.scoring_jobs.batch.eval_answers import CHUNK_LINES
     from verdictflow.scoring_setup import ScoringRecipe
 
     if judge not in (None, "local"):
@@ -86,7 +87,9 @@ def eval_answers(
         loaded, idf_stats, data_dir=settings.data_dir if context_store else None,
         store_bytes=settings.context_store_bytes,
     )  # fmt: skip
-    jobs = jobs or len(os.sched_getaffinity(0))
+    lines = file.read_bytes().splitlines()
+    chunks = -(-sum(1 for line in lines if line.strip()) // CHUNK_LINES)
+    jobs = min(jobs or len(os.sched_getaffinity(0)), max(1, chunks))  # no idle process
     processes = (
         ChunkScorers(
             recipe, jobs, max_bytes=DEFAULT_MAX_EVENT_BYTES, vocab_limit=settings.spacy_vocab_limit
@@ -96,7 +99,6 @@ def eval_answers(
     )  # started first: their start-up overlaps this process's
     with processes as scorers:
         scoring = recipe.load()  # a bad --idf-stats fails here, in this process
-        lines = file.read_bytes().splitlines()
         outputs = _scored_with_progress(lines, scoring, scorers, str(file), settings)
     verdicts = [o.verdict for o in outputs if o.verdict is not None]
     if judge == "local":

@@ -27,6 +27,8 @@ from verdictflow.streams.records import Record
 from verdictflow.streams.topics import CONSISTENCY_GROUPS, DEAD_LETTERS
 
 T = TypeVar("T")
+#: Lines scored together: one ``nlp.pipe`` batch, and the unit handed to a scoring process.
+CHUNK_LINES = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +45,7 @@ def evaluate_answers(
     *,
     source: str = "file",
     max_bytes: int = DEFAULT_MAX_EVENT_BYTES,
-    chunk_size: int = 64,
+    chunk_size: int = CHUNK_LINES,
     vocab_limit: int = DEFAULT_VOCAB_LIMIT,
     processes: ChunkScorers | None = None,
     scored: Callable[[int], None] | None = None,
@@ -53,10 +55,10 @@ def evaluate_answers(
     Each chunk of ``chunk_size`` lines goes through the answers agents' pipeline
     (:func:`~verdictflow.scoring_jobs.batch.answer_chunks.score_chunk`: every kind, one
     ``nlp.pipe`` per chunk as the agent does per batch), in this process or, given
-    ``processes`` (which have their own ``max_bytes`` and ``vocab_limit``), in those, results
-    in chunk order, so the outputs are the same; its
-    consistency messages go to an in-memory group store here, as the consistency agent's
-    would. ``scored`` learns how many lines each chunk held, once it is scored.
+    ``processes`` (which have their own ``max_bytes`` and ``vocab_limit``), in those, with
+    the results in chunk order, so the outputs are the same. Its consistency messages go to
+    an in-memory group store here, as the consistency agent's would. ``scored`` learns how
+    many lines each chunk held, once it is scored.
     """
     ctx = scoring.ctx
     # Offline there is no wall clock: every answer arrives at time 0 and the end of the input
