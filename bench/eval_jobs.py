@@ -24,12 +24,9 @@ import time
 from pathlib import Path
 
 from harness import machine
-from rag_nlp_tier import rag_events
+from rag_nlp_tier import rag_events, raw_pipe_rate
 
-from verdictflow.evaluators.answer_analysis import COMPONENTS
 from verdictflow.models.codec import encode
-from verdictflow.models.events import AnswerEvent
-from verdictflow.nlp import load_pipeline
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -44,18 +41,6 @@ def command_seconds(file: Path, jobs: int) -> tuple[float, str]:
         capture_output=True, check=True,
     )  # fmt: skip
     return time.perf_counter() - start, hashlib.sha256(done.stdout).hexdigest()
-
-
-def raw_pipe_rate(events: list[AnswerEvent], processes: int) -> float:
-    """Answers/s of raw ``nlp.pipe`` over the answers with ``processes`` (spaCy's n_process),
-    the pipeline already loaded."""
-    nlp = load_pipeline(COMPONENTS)
-    texts = [e.answer for e in events]
-    list(nlp.pipe(texts[:64], batch_size=64))
-    start = time.perf_counter()
-    for _ in nlp.pipe(texts, batch_size=64, n_process=processes):
-        pass
-    return len(texts) / (time.perf_counter() - start)
 
 
 def main() -> None:

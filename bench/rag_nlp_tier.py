@@ -99,11 +99,13 @@ def rag_events(data: Path, n: int, pool_size: int, seed: int = 7) -> list[Answer
     return events
 
 
-def raw_pipe_rate(events: list[AnswerEvent]) -> float:
+def raw_pipe_rate(events: list[AnswerEvent], processes: int = 1) -> float:
+    """Answers/s of raw ``nlp.pipe`` over the answers, the pipeline loaded; ``processes`` is
+    spaCy's ``n_process``."""
     nlp = load_pipeline(COMPONENTS)
     list(nlp.pipe([e.answer for e in events[:64]], batch_size=64))  # warm up
     start = time.perf_counter()
-    for _ in nlp.pipe([e.answer for e in events], batch_size=64):
+    for _ in nlp.pipe([e.answer for e in events], batch_size=64, n_process=processes):
         pass
     return len(events) / (time.perf_counter() - start)
 

@@ -88,7 +88,8 @@ def eval_answers(
         store_bytes=settings.context_store_bytes,
     )  # fmt: skip
     lines = file.read_bytes().splitlines()
-    chunks = -(-sum(1 for line in lines if line.strip()) // CHUNK_LINES)
+    total = sum(1 for line in lines if line.strip())  # the answers: blank lines are skipped
+    chunks = -(-total // CHUNK_LINES)
     jobs = min(jobs or len(os.sched_getaffinity(0)), max(1, chunks))  # no idle process
     processes = (
         ChunkScorers(
@@ -99,7 +100,7 @@ def eval_answers(
     )  # started first: their start-up overlaps this process's
     with processes as scorers:
         scoring = recipe.load()  # a bad --idf-stats fails here, in this process
-        outputs = _scored_with_progress(lines, scoring, scorers, str(file), settings)
+        outputs = _scored_with_progress(lines, total, scoring, scorers, str(file), settings)
     verdicts = [o.verdict for o in outputs if o.verdict is not None]
     if judge == "local":
         from verdictflow.judge_tier.factory import make_client
@@ -122,18 +123,19 @@ def eval_answers(
 
 def _scored_with_progress(
     lines: list[bytes],
+    total: int,
     scoring: Scoring,
     scorers: ChunkScorers | None,
     source: str,
     settings: Settings,
 ) -> list[Output]:
-    """``evaluate_answers``' outputs, with a progress bar on a terminal's stderr."""
+    """``evaluate_answers``' outputs, with a progress bar over the ``total`` answers on a
+    terminal's stderr."""
     from rich.progress import Progress
 
     from verdictflow.scoring_jobs.batch.eval_answers import evaluate_answers
 
     jobs = scorers.jobs if scorers is not None else 1
-    total = sum(1 for line in lines if line.strip())
     with Progress(console=err, transient=True) as bar:
         task = bar.add_task(f"scoring answers ({jobs} process{'es' * (jobs > 1)})", total=total)
         scored = evaluate_answers(

@@ -7,11 +7,11 @@ its own :class:`~verdictflow.scoring_setup.Scoring` built from the same
 :class:`~verdictflow.scoring_setup.ScoringRecipe` (so the same config digest), and gives the
 results back in the order of the chunks: the caller applies consistency messages and writes
 outputs exactly as it does for one process, so the verdicts are byte-identical whatever
-``jobs`` is (``tests/test_eval_answers_jobs.py``).
+``jobs`` is (``tests/cli/test_offline_commands.py``).
 
 - **Spawned**, not forked: a forked child would share the parent's SQLite connection to the
   context store and whatever threads the parent had started. Each child pays its own start-up
-  (imports, spaCy on its first chunk: a few seconds) and memory (~700 MiB).
+  (imports, its scoring, spaCy: a few seconds, before its first chunk) and memory (~700 MiB).
 - **Bounded**: at most ``2 * jobs`` chunks are in flight, so a long file neither piles up
   results nor waits on one slow chunk with idle processes.
 - **Fail closed**: a child that dies (killed, out of memory) raises
