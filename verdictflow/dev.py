@@ -168,7 +168,7 @@ def _expected(lines: list[bytes], policy: Path, env: dict[str, str]) -> dict[str
     loaded = load_policy(policy)
     cheap = [o.verdict for o in evaluate_answers(lines, load_scoring(loaded)) if o.verdict]
     client = make_client(JudgeSettings(model_dir=env[JUDGE_DIR_ENV]), loaded.judge_tier)
-    judged = judge_verdicts(lines, cheap, loaded, client)
+    judged = judge_verdicts(lines, cheap, loaded, client).verdicts
     return {v.verdict_id: encode(v) for v in [*cheap, *judged]}
 
 

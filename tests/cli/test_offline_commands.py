@@ -76,7 +76,7 @@ def test_eval_is_byte_stable_across_processes(tmp_path):
 
 def test_eval_reports_malformed_lines_as_dead_letters():
     result = run_verdictflow("eval", "answers", str(SPEC_FILE), check=True)
-    dead = [json.loads(line) for line in result.stderr.splitlines() if line.startswith("{")]
+    dead = [json.loads(line) for line in result.stderr.splitlines()]  # nothing else there
     assert [(d["offset"], d["error_code"]) for d in dead] == [(12, "schema"), (13, "not_json")]
 
 
@@ -172,3 +172,68 @@ def test_eval_answers_jobs_flag_prints_what_one_process_prints(tmp_path):
     assert two.stdout == one.stdout
     assert two.stderr == one.stderr  # the dead letters, in order
     assert two.stderr.count('"error_code"') == 12
+
+
+JUDGED_POLICY = "judge_tier:\n  escalate: {faithfulness: {band: [0.0, 1.0], fail: true}}\n"
+
+
+def test_eval_answers_judge_local_dead_letters_the_answer_its_backend_fails_on(tmp_path):
+    """A backend that raises on one answer (a bug one input trips) costs that answer's judge
+    verdict, as in the stream: a dead letter naming its line; every other answer is judged."""
+    from tests.support.openai_standin import StandIn, serve
+    from verdictflow.evaluators.policy import load_policy
+    from verdictflow.judge_tier.backends import OpenAIBackend
+    from verdictflow.judge_tier.client import JudgeClient
+    from verdictflow.scoring_jobs.batch.eval_judge import judge_verdicts
+    from verdictflow.scoring_setup import load_scoring
+
+    class TripsOnOne(OpenAIBackend):
+        async def ask(self, event, max_tokens, messages=None):  # type: ignore[no-untyped-def]
+            if "Globex" in event.answer:
+                raise ValueError("cannot take this one")
+            return await super().ask(event, max_tokens, messages)
+
+    context = "Acme Corp acquired Globex in 2019. The Nile is longer than the Amazon."
+    answers = [
+        {"id": "ok-1", "answer": "The Nile is longer than the Amazon.", "contexts": [context]},
+        {"id": "trips", "answer": "Acme Corp acquired Globex in 2019.", "contexts": [context]},
+        {"id": "ok-2", "answer": "The Amazon is longer than the Nile.", "contexts": [context]},
+    ]
+    lines = [b"", *(orjson.dumps(a) for a in answers)]  # the blank line 1 is not an answer
+    policy_file = tmp_path / "policy.yaml"
+    policy_file.write_text(JUDGED_POLICY)
+    policy = load_policy(policy_file)
+    cheap = [o.verdict for o in evaluate_answers(lines, load_scoring(policy)) if o.verdict]
+    with serve(StandIn()) as url:
+        backend = TripsOnOne(url, "standin-judge", "k", timeout=10)
+        judged = judge_verdicts(lines, cheap, policy, JudgeClient(backend, policy.judge_tier),
+                                "answers.jsonl")  # fmt: skip
+    assert sorted(v.input_id for v in judged.verdicts) == ["ok-1", "ok-2"]
+    (letter,) = judged.dead_letters
+    assert (letter.source_topic, letter.offset, letter.error_code) == (
+        "answers.jsonl", 3, "internal_error",
+    )  # fmt: skip
+    assert "ValueError: cannot take this one" in letter.error
+    assert orjson.loads(letter.raw)["id"] == "trips"
+
+
+def test_eval_answers_judge_local_stops_with_one_line_when_the_endpoint_is_down(tmp_path):
+    """Nothing listens at the judge URL: after its attempts the command says so in one line,
+    exits 2 and writes no verdict (a file without the judge's share would read as judged)."""
+    from verdictflow.dev_servers import free_port
+
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(JUDGED_POLICY)
+    env = {
+        **os.environ,
+        "VERDICTFLOW_JUDGE_URL": f"http://127.0.0.1:{free_port()}/v1",
+        "VERDICTFLOW_JUDGE_MODEL": "absent",
+        "VERDICTFLOW_JUDGE_MAX_ATTEMPTS": "2",
+    }
+    result = run_verdictflow("eval", "answers", SPEC_FILE, "--judge", "local", "--policy", policy,
+                             env=env)  # fmt: skip
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert result.stdout == ""
+    assert "Traceback" not in result.stderr
+    (line,) = result.stderr.splitlines()  # no blank line from the progress bar either
+    assert line.startswith("error: the judge endpoint did not answer")

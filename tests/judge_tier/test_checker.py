@@ -201,7 +201,7 @@ def test_a_judge_worker_reviews_with_the_checker(
     lines = [orjson.dumps(a) for a in answers]
     cheap = [o.verdict for o in evaluate_answers(lines, load_scoring(loaded)) if o.verdict]
     client = make_client(JudgeSettings(model_dir=str(tiny_checker)), loaded.judge_tier)
-    offline = judge_verdicts(lines, cheap, loaded, client)
+    offline = judge_verdicts(lines, cheap, loaded, client).verdicts
     assert {v.verdict_id: encode(v) for v in offline} == {
         vid: next(iter(out.verdicts[vid])) for vid in stream
     }

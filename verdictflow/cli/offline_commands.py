@@ -102,16 +102,18 @@ def eval_answers(
         scoring = recipe.load()  # a bad --idf-stats fails here, in this process
         outputs = _scored_with_progress(lines, total, scoring, scorers, str(file), settings)
     verdicts = [o.verdict for o in outputs if o.verdict is not None]
+    dead_letters = [o.dead_letter for o in outputs if o.dead_letter is not None]
     if judge == "local":
         from verdictflow.judge_tier.factory import make_client
         from verdictflow.scoring_jobs.batch.eval_judge import judge_verdicts
         from verdictflow.settings import JudgeSettings
 
         client = make_client(JudgeSettings(), loaded.judge_tier)
-        verdicts += judge_verdicts(lines, verdicts, loaded, client)
-    for o in outputs:
-        if o.dead_letter is not None:
-            sys.stderr.write(o.dead_letter.model_dump_json() + "\n")
+        judged = judge_verdicts(lines, verdicts, loaded, client, str(file))
+        verdicts += judged.verdicts
+        dead_letters += judged.dead_letters
+    for letter in dead_letters:
+        sys.stderr.write(letter.model_dump_json() + "\n")
     if fmt == "table":
         from verdictflow.scoring_jobs.batch.render import verdict_table
 
@@ -136,7 +138,9 @@ def _scored_with_progress(
     from verdictflow.scoring_jobs.batch.eval_answers import evaluate_answers
 
     jobs = scorers.jobs if scorers is not None else 1
-    with Progress(console=err, transient=True) as bar:
+    # off a terminal rich still ends a live display with a newline: a blank line among the
+    # dead letters (JSON lines) on stderr
+    with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:
         task = bar.add_task(f"scoring answers ({jobs} process{'es' * (jobs > 1)})", total=total)
         scored = evaluate_answers(
             lines, scoring, source=source, vocab_limit=settings.spacy_vocab_limit,

@@ -6,6 +6,7 @@ same way from Faust, from tests and from offline tools.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -68,3 +69,12 @@ def dead_letter(record: Record, error: InvalidEvent, raw: bytes | None = None) -
         raw_sha256=DeadLetter.digest(value),
         ts=record.timestamp,
     )
+
+
+def numbered_records(lines: Iterable[bytes], source: str) -> Iterator[Record]:
+    """Non-blank lines as records of topic ``source``, numbered from 1 as offsets (so a dead
+    letter names its line)."""
+    for line_no, raw in enumerate(lines, start=1):
+        raw = raw.rstrip(b"\r\n")
+        if raw.strip():
+            yield Record(topic=source, partition=None, offset=line_no, key=None, value=raw)

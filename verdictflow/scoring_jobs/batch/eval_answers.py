@@ -23,7 +23,7 @@ from verdictflow.nlp import DEFAULT_VOCAB_LIMIT
 from verdictflow.pipelines.groups import apply_group_message
 from verdictflow.scoring_jobs.batch.answer_chunks import ChunkScorers, score_chunk
 from verdictflow.scoring_setup import Scoring
-from verdictflow.streams.records import Record
+from verdictflow.streams.records import numbered_records
 from verdictflow.streams.topics import CONSISTENCY_GROUPS, DEAD_LETTERS
 
 T = TypeVar("T")
@@ -64,7 +64,7 @@ def evaluate_answers(
     # Offline there is no wall clock: every answer arrives at time 0 and the end of the input
     # closes the windows still open (closed_by: window), as if their time had come.
     store = vg.GroupStore({}, ctx, forget_seconds=math.inf)
-    chunks = _chunks(_records(lines, source), chunk_size)
+    chunks = _chunks(numbered_records(lines, source), chunk_size)
     results = (
         processes.map(chunks)
         if processes is not None
@@ -87,15 +87,6 @@ def evaluate_answers(
     for key in list(store.table):
         if (closed := store.on_close(key, math.inf)) is not None:
             yield Output(verdict=closed)
-
-
-def _records(lines: Iterable[bytes], source: str) -> Iterator[Record]:
-    """Non-blank lines as records of topic ``source``, numbered from 1 as offsets (so a dead
-    letter names its line)."""
-    for line_no, raw in enumerate(lines, start=1):
-        raw = raw.rstrip(b"\r\n")
-        if raw.strip():
-            yield Record(topic=source, partition=None, offset=line_no, key=None, value=raw)
 
 
 def _chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:

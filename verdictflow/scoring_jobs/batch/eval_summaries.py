@@ -28,18 +28,11 @@ from verdictflow.models.codec import DEFAULT_MAX_EVENT_BYTES
 from verdictflow.models.verdicts import JudgeVerdict, Verdict, VerdictKind
 from verdictflow.pipelines.summaries import MAX_BATCH, judge_records
 from verdictflow.scoring_jobs.batch.render import verdict_table
-from verdictflow.streams.records import Record
+from verdictflow.streams.records import Record, numbered_records
 from verdictflow.streams.topics import DEAD_LETTERS
 
 if TYPE_CHECKING:
     from verdictflow.scoring_setup import Scoring
-
-
-def _records(lines: Iterable[bytes], source: str) -> Iterator[Record]:
-    for line_no, raw in enumerate(lines, start=1):
-        raw = raw.rstrip(b"\r\n")
-        if raw.strip():
-            yield Record(topic=source, partition=None, offset=line_no, key=None, value=raw)
 
 
 def evaluate_summaries(
@@ -66,7 +59,7 @@ def evaluate_summaries(
             for topic, _, value in outputs:
                 yield topic == DEAD_LETTERS, value
 
-    for record in _records(lines, source):
+    for record in numbered_records(lines, source):
         batch.append(record)
         if len(batch) == MAX_BATCH:
             yield from flush()
@@ -108,7 +101,9 @@ def run_cli(
     scoring = load_scoring(policy, idf_stats) if policy.faithfulness.summaries else None
     judged: list[JudgeVerdict] = []
     others: list[Verdict] = []
-    with Progress(console=err, transient=True) as bar:
+    # off a terminal rich still ends a live display with a newline: a blank line among the
+    # dead letters (JSON lines) on stderr
+    with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:
         task = bar.add_task(f"judging {file.name}", total=len(lines))
         for dead, value in evaluate_summaries(
             lines,
