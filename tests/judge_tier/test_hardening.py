@@ -3,10 +3,17 @@ prompt layout no text can forge a section of, and evidence that must be found in
 
 from __future__ import annotations
 
-import orjson
+import asyncio
+from types import SimpleNamespace
+from typing import Any
 
+import orjson
+import pytest
+
+from tests.judge_tier.test_budget_alert import Table, batch
 from tests.judge_tier.test_client import client, request, run
 from tests.support.openai_standin import StandIn, serve
+from verdictflow.agents.judge_tier import JudgeProcessor
 from verdictflow.evaluators import faithfulness_llm as contract
 from verdictflow.evaluators.escalation import Priority
 from verdictflow.evaluators.faithfulness_llm import JudgeContext, build_verdict
@@ -14,6 +21,7 @@ from verdictflow.evaluators.judge_tier_policy import JudgeBudget
 from verdictflow.models.events import AnswerEvent
 from verdictflow.models.judge import Judgement
 from verdictflow.models.verdicts import Decision, ReasonCode
+from verdictflow.streams.outbox import RecordingOutbox
 
 CTX = JudgeContext("openai", "standin-judge", threshold=0.8)
 
@@ -73,3 +81,50 @@ def test_a_supported_claim_whose_quote_is_in_no_context_counts_as_unsupported() 
     assert (second["supported"], second["judge_said_supported"]) == (False, True)
     assert second["why"].startswith("evidence_not_found")
     assert verdict.evidence["evidence_not_found"] == 1
+
+
+class TripsOnOneClient:
+    """A judge client whose backend raises at once on request ``a1`` and answers the others
+    after a pause (an endpoint's latency)."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+        hits = SimpleNamespace(inc=lambda: None)
+        self.metrics = SimpleNamespace(cache_hits=hits)
+        self.backend = SimpleNamespace(name="openai", model="standin-judge")
+
+    def prompt_version(self, task: str) -> str:
+        return "p"
+
+    async def judge(self, request: Any, priority: Any) -> Judgement:
+        self.asked.append(request.event.id)
+        if request.event.id == "a1":
+            raise ValueError("cannot take this one")
+        await asyncio.sleep(0.2)
+        return Judgement(backend="openai", model="standin-judge", prompt_version="p",
+                         content='{"claims": []}')  # fmt: skip
+
+
+def test_a_request_the_backend_fails_on_costs_no_other_request_a_second_ask() -> None:
+    """The batch fails and runs again one record at a time (``streams.batch_agent``): the other
+    requests were asked once, their judgements cached before the failure surfaced, and the
+    failing one alone is left to dead-letter."""
+    processor = JudgeProcessor(Table(), TripsOnOneClient(), CTX)  # type: ignore[arg-type]
+    outbox = RecordingOutbox()
+    events, records = batch(3)
+
+    async def as_the_loop_runs_it() -> list[str]:
+        with pytest.raises(ValueError, match="cannot take this one"):
+            await processor.handle(events, records, outbox)
+        failed = []
+        for event, record in zip(events, records, strict=True):
+            try:
+                await processor.handle([event], [record], outbox)
+            except ValueError:
+                failed.append(record.key.decode())  # type: ignore[union-attr]
+        return failed
+
+    assert asyncio.run(as_the_loop_runs_it()) == ["k1"]
+    assert sorted(processor.client.asked) == ["a0", "a1", "a1", "a2"]  # type: ignore[attr-defined]
+    judged = [orjson.loads(v)["input_id"] for v in outbox.values("verdicts.faithfulness_llm")]
+    assert sorted(judged) == ["a0", "a2"]

@@ -253,8 +253,19 @@ class JudgeProcessor:
             items.append((event, record, key, request))
         # FAILs first: they ask the budget first; gather keeps the order for sending
         items.sort(key=lambda item: Priority[item[3].priority.upper()])
-        verdicts = await asyncio.gather(*(self.verdict(e, k, r) for e, _, k, r in items))
+        # every request runs to its end before a failure surfaces: a request the backend raises
+        # on fails the batch, which the loop runs again one record at a time, and the others'
+        # judgements must be in the cache by then (plain gather left them in flight: each was
+        # asked of the endpoint again, its budget spent twice)
+        outcomes = await asyncio.gather(
+            *(self.verdict(e, k, r) for e, _, k, r in items), return_exceptions=True
+        )
         await self.table.flush_writes()  # the judgements are durable before their verdicts go
+        verdicts: list[list[Verdict]] = []
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+            verdicts.append(outcome)
         for (_, record, _, _), produced in zip(items, verdicts, strict=True):
             headers = {"vf-source": record.where.encode()}
             for verdict in produced:
