@@ -107,6 +107,29 @@ def test_the_shipped_relation_table_answers_as_wordnet_does() -> None:
         assert tabled.stands_for(lemma, pos) == live.stands_for(lemma, pos), (lemma, pos)
 
 
+def test_the_reader_loads_the_maps_nltk_loads() -> None:
+    """The index, exception and lexicographer files read whole (``_reader``'s ``open``, for
+    start-up time) give the maps NLTK's own line-by-line stream gives."""
+    import warnings
+
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader
+
+    from verdictflow.lexicon import _data_dir, _reader
+
+    class NLTKsOwn(WordNetCorpusReader):  # type: ignore[misc]
+        def map_wn(self, version: str = "wordnet") -> None:  # no downloaded WordNet to map to
+            return None
+
+    ours = _reader(_data_dir())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # no multilingual WordNet, as in _reader
+        nltks = NLTKsOwn(str(_data_dir()), None)
+    assert ours._lemma_pos_offset_map == nltks._lemma_pos_offset_map
+    assert ours._exception_map == nltks._exception_map
+    assert ours._lexnames == nltks._lexnames
+    assert len(ours._lemma_pos_offset_map) > 140_000
+
+
 def test_a_table_unreadable_or_built_for_other_settings_is_not_used(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

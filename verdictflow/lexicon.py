@@ -185,6 +185,14 @@ class _TextLines:
         return (line.decode("utf-8") for line in iter(self._buffer.readline, b""))
 
 
+#: The files NLTK's WordNet reader reads whole at start-up (:func:`_reader`'s ``open``).
+_INDEX_FILES = frozenset(
+    ["lexnames"]
+    + [f"index.{suffix}" for suffix in ("adj", "adv", "noun", "verb")]
+    + [f"{suffix}.exc" for suffix in ("adj", "adv", "noun", "verb")]
+)
+
+
 def _reader(path: Path) -> Any:
     import nltk
     from nltk.corpus.reader.wordnet import WordNetCorpusReader
@@ -201,6 +209,15 @@ def _reader(path: Path) -> Any:
                 raw = (path / f"data.{self._FILEMAP[pos]}").read_bytes()
                 self._data_file_map[pos] = _TextLines(raw.replace(b"\r\n", b"\n"))
             return self._data_file_map[pos]
+
+        def open(self, file: str) -> Any:
+            """The index, exception and lexicographer-name files, read whole into a string
+            stream: NLTK's own stream decodes them a line at a time in Python (~2 s of the
+            reader's ~4 s start-up, paid by every process that parses); the same lines, so
+            the same maps (``tests/test_lexicon.py``). Other files: NLTK's ``open``."""
+            if file in _INDEX_FILES:
+                return io.StringIO((path / file).read_text("utf-8"))
+            return super().open(file)
 
         def map_wn(self, version: str = "wordnet") -> None:
             """No mapping to another WordNet: NLTK's default would look for a downloaded
