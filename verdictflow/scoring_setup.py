@@ -38,9 +38,13 @@ class ScoringRecipe:
     data_dir: Path | None = None
     store_bytes: int = 0
 
-    def load(self) -> Scoring:
+    def load(self, *, warm_up: bool = True) -> Scoring:
         return load_scoring(
-            self.policy, self.idf_stats, data_dir=self.data_dir, store_bytes=self.store_bytes
+            self.policy,
+            self.idf_stats,
+            data_dir=self.data_dir,
+            store_bytes=self.store_bytes,
+            warm_up=warm_up,
         )
 
 
@@ -50,6 +54,7 @@ def load_scoring(
     *,
     data_dir: Path | None = None,
     store_bytes: int = 0,
+    warm_up: bool = True,
 ) -> Scoring:
     """The scoring context and analyzer for ``policy``. spaCy is loaded once per process, on
     the analyzer's first batch: a process that never parses (a lexical-tier worker, calibrating
@@ -58,7 +63,11 @@ def load_scoring(
 
     With a ``data_dir`` and ``store_bytes`` > 0, context indexes are also kept in the data
     dir's store (:mod:`verdictflow.context_store`), read back after a restart; workers and
-    ``eval answers`` pass their settings, validation and training keep to memory."""
+    ``eval answers`` pass their settings, validation and training keep to memory.
+
+    ``warm_up=False`` skips importing what the lexical kinds need (scikit-learn, NLTK: ~2 s of
+    CPU): for a process that only closes consistency groups, ``eval answers --jobs``' parent,
+    whose scoring processes start on the same cores meanwhile."""
     nlp_version = installed_pipeline_version(COMPONENTS)
     ctx = ScoringContext(
         policy,
@@ -72,8 +81,9 @@ def load_scoring(
         else None
     )
     analyzer = new_analyzer(policy, store=store)
-    relevance.analyze("warm up")  # import scikit-learn now, not inside the first batch
-    completeness.keywords("warm up")  # and NLTK (~1 s), which stalled the first batch
+    if warm_up:
+        relevance.analyze("warm up")  # import scikit-learn now, not inside the first batch
+        completeness.keywords("warm up")  # and NLTK (~1 s), which stalled the first batch
     return Scoring(ctx, analyzer)
 
 

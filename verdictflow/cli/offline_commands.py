@@ -99,7 +99,9 @@ def eval_answers(
         else contextlib.nullcontext()
     )  # started first: their start-up overlaps this process's
     with processes as scorers:
-        scoring = recipe.load()  # a bad --idf-stats fails here, in this process
+        # a bad --idf-stats fails here, in this process; with scoring processes this one only
+        # closes consistency groups, so it imports nothing for the lexical kinds
+        scoring = recipe.load(warm_up=scorers is None)
         outputs = _scored_with_progress(lines, total, scoring, scorers, str(file), settings)
     verdicts = [o.verdict for o in outputs if o.verdict is not None]
     dead_letters = [o.dead_letter for o in outputs if o.dead_letter is not None]
