@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from verdictflow.evaluators.answer_analysis import COMPONENTS
 from verdictflow.nlp import (
     FULL_COMPONENTS,
@@ -180,3 +182,35 @@ def test_the_worker_exports_the_vocabulary_and_its_reloads() -> None:
     assert "vf_spacy_vocab_lexemes 0.0" in text
     assert pipeline_renewals() > before
     assert f"vf_spacy_pipeline_reloads_total {float(pipeline_renewals())}" in text
+
+
+@pytest.mark.timeout(120)
+def test_a_flood_of_punctuation_is_scored_in_seconds_with_its_tokens_in_place() -> None:
+    """spaCy splits a run of punctuation off a word one character at a time, at a cost that
+    grows with the square of the run: 20,000 "!" took 98 s to tokenize, 4,000 "=" 7.7 s. Every
+    33rd character of a run over 32 is given to the tokenizer as a space (``bounded_runs``):
+    the same length, every other token where it was, and a record of such an answer and
+    context scored well within this test's timeout."""
+    from verdictflow.evaluators.answer_batch import score_answers
+    from verdictflow.evaluators.kinds import Tier
+    from verdictflow.evaluators.policy import Policy
+    from verdictflow.models.events import AnswerEvent
+    from verdictflow.nlp import PUNCT_RUN, bounded_runs
+    from verdictflow.scoring_setup import load_scoring
+
+    text = "Wow" + "!" * 70 + " The Nile is long. " + "😀" * 40 + " ok"
+    cut = bounded_runs(text)
+    assert len(cut) == len(text)
+    assert [i for i, (a, b) in enumerate(zip(text, cut, strict=True)) if a != b] == [
+        3 + PUNCT_RUN, 3 + 2 * PUNCT_RUN + 1, 92 + PUNCT_RUN,
+    ]  # fmt: skip
+    prose = "The Nile is long. Paris is in France (see page 3)! Really?"
+    assert bounded_runs(prose) is prose
+    doc = load_pipeline(FULL_COMPONENTS).make_doc("=" * 20_000)
+    assert len(doc.text) == 20_000
+    assert len(doc) == 20_000 - 20_000 // (PUNCT_RUN + 1)
+
+    scoring = load_scoring(Policy())
+    event = AnswerEvent(id="flood", answer="!" * 2_000, contexts=["=" * 100_000 + " The Nile."])
+    (verdicts,) = score_answers([event], scoring.ctx, scoring.analyzer, Tier.NLP)
+    assert {v.kind.value for v in verdicts} == {"hallucination", "faithfulness"}

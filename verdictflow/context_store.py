@@ -61,11 +61,15 @@ _TOTAL = "SELECT COALESCE(SUM(size), 0) FROM evidence_indexes"
 
 def code_digest() -> str:
     """SHA-256 over the source of ``verdictflow.evaluators`` (file names and bytes, in name
-    order): any change to the scoring code, released or not, is another namespace, so an edited
-    indexer never reads an index its predecessor built."""
+    order) and of ``verdictflow/nlp.py``, which sets up the tokenizer the indexes are built
+    with (its infixes, the bounded punctuation runs): any change to the scoring code, released
+    or not, is another namespace, so an edited indexer never reads an index its predecessor
+    built."""
     digest = hashlib.sha256()
     package = resources.files("verdictflow.evaluators")
-    for name, data in sorted(_sources(package)):
+    sources = _sources(package)
+    sources.append(("../nlp.py", (resources.files("verdictflow") / "nlp.py").read_bytes()))
+    for name, data in sorted(sources):
         digest.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
     return digest.hexdigest()
 

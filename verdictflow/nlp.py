@@ -14,6 +14,7 @@ from __future__ import annotations
 import gc
 import importlib
 import logging
+import re
 import sys
 import threading
 import time
@@ -90,6 +91,58 @@ def _split_glued_sentences(nlp: Any) -> None:
     nlp.tokenizer.infix_finditer = compile_infix_regex(infixes).finditer
 
 
+#: The longest run of characters that are neither word characters nor whitespace that spaCy's
+#: tokenizer is given as it is (:func:`bounded_runs`).
+PUNCT_RUN = 32
+_LONG_PUNCT_RUN = re.compile(rf"[^\w\s]{{{PUNCT_RUN + 1},}}")
+
+
+def bounded_runs(text: str) -> str:
+    """``text`` with every ``PUNCT_RUN + 1``-th character of a longer run of punctuation or
+    symbols (``[^\\w\\s]``: "!!!!", "====", emoji) replaced by a space, so the length and
+    every other character's offset stay.
+
+    Why: spaCy's tokenizer splits such a run off a word one prefix or suffix at a time,
+    searching what is left each time, so its cost grows with the square of the run (spaCy
+    issue #1768): an answer of 20,000 "!" took 98 s, 4,000 "=" 7.7 s, where 20,000 characters
+    of prose take ~0.3 s. A degenerate generation ("!!!!!!..."), an emoji flood or a long
+    rule of "=" in a scraped page then held a worker for minutes, past the per-record
+    budget's promise. Cut into runs of at most ``PUNCT_RUN``, it costs a few milliseconds;
+    each character of such a run is its own token anyway, so the tokens are the same but one
+    in 33, a space now. Text without such a run (every text of ``../shared/data``) is not
+    touched."""
+    if _LONG_PUNCT_RUN.search(text) is None:
+        return text
+    step = PUNCT_RUN + 1
+
+    def cut(run: re.Match[str]) -> str:
+        chars = list(run.group())
+        chars[PUNCT_RUN::step] = " " * len(chars[PUNCT_RUN::step])
+        return "".join(chars)
+
+    return _LONG_PUNCT_RUN.sub(cut, text)
+
+
+class RunBoundedTokenizer:
+    """The pipeline's tokenizer, given :func:`bounded_runs` of each text (everything else is
+    the wrapped tokenizer's: its rules, vocabulary and serialisation)."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+
+    def __call__(self, text: str) -> Any:
+        return self.tokenizer(bounded_runs(text))
+
+    def pipe(self, texts: Iterable[str], batch_size: int = 1000) -> Iterator[Any]:
+        for text in texts:
+            yield self(text)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "tokenizer":  # not yet set (unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.tokenizer, name)
+
+
 def _index_tables_as_sets(nlp: Any) -> None:
     """The rule lemmatizer checks each candidate form against the model's ``lemma_index``
     tables, which the model package stores as lists (57,528 nouns): a linear scan per check,
@@ -110,6 +163,7 @@ def _fresh(components: tuple[str, ...]) -> Any:
     module = _import_model()
     nlp = module.load()
     _split_glued_sentences(nlp)
+    nlp.tokenizer = RunBoundedTokenizer(nlp.tokenizer)
     _index_tables_as_sets(nlp)
     unused = [name for name in nlp.pipe_names if name not in components]
     if unused:
