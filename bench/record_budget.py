@@ -13,6 +13,12 @@ NLP tier with an empty context cache (contexts indexed) and again with them cach
 is scoring / raw parse. The budget's defaults (``budget.answer_chars`` 20,000,
 ``budget.context_chars`` 200,000) are the last in-budget row; the row after it is over.
 
+Then odd shapes within the budget, each scored once with a text never seen before (spaCy's
+tokenizer keeps what it split, so a second run would hide its cost): floods of punctuation,
+emoji and "'s" (split off one at a time by spaCy's tokenizer: ``verdictflow.nlp.
+bounded_runs``), a context that is one long rule of "=", and answers of thousands of numbers,
+percentages or one name (anchors by the thousand).
+
     python bench/record_budget.py [--repeat 2]
 """
 
@@ -69,6 +75,30 @@ def facts_event(answer_chars: int, context_chars: int) -> AnswerEvent:
     return AnswerEvent.model_validate_json(raw)
 
 
+ODD_SHAPES: dict[str, Callable[[str], AnswerEvent]] = {
+    "'!' flood": lambda salt: AnswerEvent(id=salt, answer=salt + "!" * 19_900, contexts=[PROSE]),
+    "emoji flood": lambda salt: AnswerEvent(
+        id=salt, answer=salt + "\U0001f600" * 19_900, contexts=[PROSE]
+    ),
+    "'s chain": lambda salt: AnswerEvent(id=salt, answer=salt + "'s" * 9_950, contexts=[PROSE]),
+    "'=' rule context": lambda salt: AnswerEvent(
+        id=salt, answer="The Nile is a river.", contexts=[salt + "=" * 190_000 + " " + PROSE]
+    ),
+    "3,500 numbers": lambda salt: AnswerEvent(
+        id=salt,
+        answer=salt + " " + " ".join(str(i) for i in range(3_500))[:19_900],
+        contexts=[PROSE],
+    ),
+    "6,600 percentages": lambda salt: AnswerEvent(
+        id=salt, answer=salt + " " + ("5% " * 6_600)[:19_900], contexts=[PROSE]
+    ),
+    "3,300 'Paris'": lambda salt: AnswerEvent(
+        id=salt, answer=salt + " " + ("Paris " * 3_400)[:19_900], contexts=[PROSE]
+    ),
+}
+PROSE = "The Nile is a river in Africa. It flows north into the Mediterranean Sea. " * 100
+
+
 def best(fn: Callable[[], object], repeat: int) -> float:
     """The fastest of ``repeat`` runs, in seconds."""
     times = []
@@ -121,6 +151,16 @@ def main() -> None:
                 f"{shape:<9} {len(event.answer):>8,} {context_total:>9,} {raw:>11.3f} "
                 f"{cold_s:>8.3f} {cached_s:>9.3f} {cold_s / raw:>8.2f}  {outcome}"
             )
+    print(f"\n{'odd shape (scored once)':<24} {'answer':>8} {'contexts':>9} {'s':>7}  NLP verdicts")
+    for n, (shape, make_odd) in enumerate(ODD_SHAPES.items()):
+        event = make_odd(f"odd{n}x{time.time_ns()}")  # a text the tokenizer has not seen
+        started = time.perf_counter()
+        cold(scoring, event)
+        seconds = time.perf_counter() - started
+        (verdicts,) = score_answers([event], scoring.ctx, scoring.analyzer, Tier.NLP)
+        outcome = ", ".join(f"{v.kind.value} {v.decision.value}" for v in verdicts)
+        context_total = sum(len(c.text) for c in event.context_passages)
+        print(f"{shape:<24} {len(event.answer):>8,} {context_total:>9,} {seconds:>7.2f}  {outcome}")
 
 
 if __name__ == "__main__":

@@ -204,8 +204,10 @@ def test_a_flood_of_punctuation_is_scored_in_seconds_with_its_tokens_in_place() 
     assert [i for i, (a, b) in enumerate(zip(text, cut, strict=True)) if a != b] == [
         3 + PUNCT_RUN, 3 + 2 * PUNCT_RUN + 1, 92 + PUNCT_RUN,
     ]  # fmt: skip
-    prose = "The Nile is long. Paris is in France (see page 3)! Really?"
+    prose = "The Nile is long. Paris is in France (see page 3)! Really? James's dog's bone."
     assert bounded_runs(prose) is prose
+    chain = "dog" + "'s" * 50  # taken off the word one "'s" at a time too
+    assert bounded_runs(chain)[3 + PUNCT_RUN] == " "
     doc = load_pipeline(FULL_COMPONENTS).make_doc("=" * 20_000)
     assert len(doc.text) == 20_000
     assert len(doc) == 20_000 - 20_000 // (PUNCT_RUN + 1)

@@ -94,13 +94,14 @@ def _split_glued_sentences(nlp: Any) -> None:
 #: The longest run of characters that are neither word characters nor whitespace that spaCy's
 #: tokenizer is given as it is (:func:`bounded_runs`).
 PUNCT_RUN = 32
-_LONG_PUNCT_RUN = re.compile(rf"[^\w\s]{{{PUNCT_RUN + 1},}}")
+_LONG_PUNCT_RUN = re.compile(rf"(?:[^\w\s]|(?<=['’])[sS]){{{PUNCT_RUN + 1},}}")
 
 
 def bounded_runs(text: str) -> str:
     """``text`` with every ``PUNCT_RUN + 1``-th character of a longer run of punctuation or
-    symbols (``[^\\w\\s]``: "!!!!", "====", emoji) replaced by a space, so the length and
-    every other character's offset stay.
+    symbols (``[^\\w\\s]``: "!!!!", "====", emoji; an "s" after an apostrophe counts too, as
+    the tokenizer takes "'s" off a word the same way: "dog's's's...") replaced by a space, so
+    the length and every other character's offset stay.
 
     Why: spaCy's tokenizer splits such a run off a word one prefix or suffix at a time,
     searching what is left each time, so its cost grows with the square of the run (spaCy

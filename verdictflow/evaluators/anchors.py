@@ -243,9 +243,12 @@ def extract_anchors(
         anchors.extend(_proper_noun_runs(doc, covered))
     claims, hedged = claims_of(doc)
     anchors.extend(claims)
-    if term_anchors_always:
-        spans = [(a.start, a.end) for a in anchors if a.kind != "claim"]
-        anchors.extend(t for t in term_anchors(doc) if not any(s <= t.start < e for s, e in spans))
+    if term_anchors_always:  # the content words no other anchor but a claim covers
+        covered_chars = bytearray(len(doc.text) + 1)  # a span scan per word was quadratic
+        for a in anchors:
+            if a.kind != "claim":
+                covered_chars[a.start : a.end] = b"\x01" * (a.end - a.start)
+        anchors.extend(t for t in term_anchors(doc) if not covered_chars[t.start])
     elif not anchors:
         anchors = term_anchors(doc)
     anchors.sort(key=lambda a: (a.start, a.end, a.kind))
