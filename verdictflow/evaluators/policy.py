@@ -103,7 +103,7 @@ class BudgetPolicy(_Strict):
     ``too_long_for_nlp`` and the limits in the reason, so one tenant's huge record cannot hold
     up the records behind it in its partition, and nothing is scored from a silently cut
     prefix (a made-up fact past the cut would PASS). The lexical kinds, linear in the text,
-    still score it. The defaults keep a record at the limits to about a second or two of one
+    still score it. The defaults keep a record at the limits to a few seconds of one
     core (docs/benchmarks.md, "Per-record budget"). Characters are counted after text
     normalisation; contexts in total, blank ones left out."""
 
