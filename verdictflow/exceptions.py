@@ -20,6 +20,12 @@ class InvalidEvent(VerdictflowError):  # noqa: N818 - reads better at call sites
         self.code = code
         self.detail = detail
 
+    @classmethod
+    def internal(cls, exc: BaseException, where: str = "") -> InvalidEvent:
+        """``internal_error`` for an input that made the scoring code raise ``exc``: what was
+        raised, after ``where``, cut to 500 characters (a dead letter stays small)."""
+        return cls("internal_error", f"{where}{type(exc).__name__}: {exc}"[:500])
+
 
 class PolicyError(VerdictflowError):
     """A policy file that is missing, unreadable or malformed. Workers refuse to start on it."""

@@ -38,5 +38,5 @@ def score_isolating_failures(
             results.extend(score([item]))
         except Exception as exc:
             logger.exception("internal error scoring %s; dead-lettered", describe(item))
-            results.append(InvalidEvent("internal_error", f"{type(exc).__name__}: {exc}"[:500]))
+            results.append(InvalidEvent.internal(exc))
     return results

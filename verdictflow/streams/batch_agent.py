@@ -143,4 +143,4 @@ def input_fault(exc: BaseException) -> InvalidEvent:
         return InvalidEvent("record_too_large", str(exc)[:500])
     if isinstance(exc, InvalidEvent):
         return exc
-    return InvalidEvent("internal_error", f"{type(exc).__name__}: {exc}"[:500])
+    return InvalidEvent.internal(exc)

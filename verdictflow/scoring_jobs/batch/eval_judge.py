@@ -106,9 +106,8 @@ async def judge_all(
                 ) from exc
             except Exception as exc:
                 logger.debug("judge failed on answer %s at %s: %s: %s", request.event.id,
-                               escalation.line.where, type(exc).__name__, exc)  # fmt: skip
-                detail = f"judge tier ({client.backend.name}): {type(exc).__name__}: {exc}"
-                fault = InvalidEvent("internal_error", detail[:500])
+                             escalation.line.where, type(exc).__name__, exc)  # fmt: skip
+                fault = InvalidEvent.internal(exc, f"judge tier ({client.backend.name}): ")
                 judged.dead_letters.append(dead_letter(escalation.line, fault))
                 continue
             if isinstance(outcome, tuple):
