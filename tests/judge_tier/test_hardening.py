@@ -17,11 +17,16 @@ from verdictflow.agents.judge_tier import JudgeProcessor
 from verdictflow.evaluators import faithfulness_llm as contract
 from verdictflow.evaluators.escalation import Priority
 from verdictflow.evaluators.faithfulness_llm import JudgeContext, build_verdict
-from verdictflow.evaluators.judge_tier_policy import JudgeBudget
+from verdictflow.evaluators.judge_tier_policy import JudgeBudget, JudgeTierPolicy
+from verdictflow.exceptions import InvalidEvent
+from verdictflow.judge_tier.backends import LocalBackend
+from verdictflow.judge_tier.client import JudgeClient
 from verdictflow.models.events import AnswerEvent
 from verdictflow.models.judge import Judgement
 from verdictflow.models.verdicts import Decision, ReasonCode
+from verdictflow.streams.batch_agent import input_fault, is_infrastructure
 from verdictflow.streams.outbox import RecordingOutbox
+from verdictflow.streams.records import Record
 
 CTX = JudgeContext("openai", "standin-judge", threshold=0.8)
 
@@ -126,5 +131,71 @@ def test_a_request_the_backend_fails_on_costs_no_other_request_a_second_ask() ->
 
     assert asyncio.run(as_the_loop_runs_it()) == ["k1"]
     assert sorted(processor.client.asked) == ["a0", "a1", "a1", "a2"]  # type: ignore[attr-defined]
+    judged = [orjson.loads(v)["input_id"] for v in outbox.values("verdicts.faithfulness_llm")]
+    assert sorted(judged) == ["a0", "a2"]
+
+
+class SmallWindowModel(LocalBackend):
+    """A local model that raises on an answer longer than its window, as PyTorch does for a
+    sequence past a model's position table (a RuntimeError)."""
+
+    name = "small-window"
+    model = "small-window@0"
+    prompt_version = "cross-encoder-claims/1"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[str] = []
+
+    def _judge(self, event: AnswerEvent) -> str:
+        self.asked.append(event.id)
+        if len(event.answer) > 40:
+            raise RuntimeError("The size of tensor a (600) must match the size of tensor b (512)")
+        return '{"claims": []}'
+
+
+def test_a_local_model_that_cannot_take_one_answer_dead_letters_it_and_keeps_its_breaker() -> None:
+    """A RuntimeError from a local model is the request's, not the infrastructure's: before,
+    the batch loop took it for the broker's, stopped the worker without committing, and met
+    the same request at every restart. Now it is the ``internal_error`` dead letter offline
+    ``eval answers --judge local`` writes, and it opens no breaker."""
+    model = SmallWindowModel()
+    judge = JudgeClient(model, JudgeTierPolicy())
+    processor = JudgeProcessor(Table(), judge, CTX)
+    long = "Acme Corp acquired Globex in 2019 for four billion dollars."
+    answers = ["Acme bought Globex.", long, "The Nile is long."]
+    events, records = batch(3)
+    for i, (record, answer) in enumerate(zip(records, answers, strict=True)):
+        value = request(answer, rid=f"a{i}").model_dump_json().encode()
+        records[i] = Record(record.topic, 0, i, record.key, value)
+    outbox = RecordingOutbox()
+
+    async def as_the_loop_runs_it() -> tuple[BaseException, list[BaseException]]:
+        try:
+            await processor.handle(events, records, outbox)
+        except Exception as exc:
+            failure: BaseException = exc
+        else:
+            raise AssertionError("the batch with the long answer must fail")
+        letters = []
+        for event, record in zip(events, records, strict=True):
+            try:
+                await processor.handle([event], [record], outbox)
+            except Exception as exc:  # what the batch loop does with it
+                letters.append(exc if is_infrastructure(exc) else input_fault(exc))
+        for i in range(6):  # more than the breaker's five failures
+            with pytest.raises(InvalidEvent):
+                await judge.judge(request(long, rid=f"b{i}"), Priority.BAND)
+        assert isinstance(await judge.judge(request("Short.", rid="c"), Priority.BAND), Judgement)
+        return failure, letters
+
+    failure, letters = asyncio.run(as_the_loop_runs_it())
+    assert not is_infrastructure(failure), f"{type(failure).__name__} stops the worker"
+    assert all(isinstance(f, InvalidEvent) for f in letters), letters
+    assert [(f.code, f.detail) for f in letters if isinstance(f, InvalidEvent)] == [
+        ("internal_error", "judge tier (small-window): RuntimeError: The size of tensor a (600) "
+         "must match the size of tensor b (512)"),
+    ]  # fmt: skip
+    assert sorted(model.asked)[:4] == ["a0", "a1", "a1", "a2"]  # the others were asked once
     judged = [orjson.loads(v)["input_id"] for v in outbox.values("verdicts.faithfulness_llm")]
     assert sorted(judged) == ["a0", "a2"]

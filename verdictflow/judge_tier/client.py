@@ -14,10 +14,16 @@ Outcomes, for one request:
   and emits nothing;
 - :class:`JudgeUnavailable`: the endpoint kept failing (5xx, 429, timeouts, connection errors,
   a misconfiguration: 401, 403, 404) through every attempt, or the breaker is open; the caller
-  waits and asks again, so nothing is lost while the endpoint is down.
+  waits and asks again, so nothing is lost while the endpoint is down;
+- :class:`~verdictflow.exceptions.InvalidEvent` ``internal_error`` ("judge tier (<backend>):
+  <what was raised>"): the backend raised on this request, with no endpoint's answer behind it
+  (a local model that cannot take the input). The request is dead-lettered (the stream's batch
+  loop, ``eval answers --judge local``) and the others are judged; an ``OSError`` or
+  ``MemoryError`` is the machine's and is raised as it is.
 
 Every attempt, retries included, passes the budget first; the breaker is checked before the
-budget, so an open breaker spends nothing. Refusals do not count towards opening it.
+budget, so an open breaker spends nothing. Refusals and a request's own faults do not count
+towards opening it.
 """
 
 from __future__ import annotations
@@ -35,8 +41,9 @@ from verdictflow.evaluators.escalation import Priority
 from verdictflow.evaluators.judge_tier_policy import JudgeTierPolicy
 from verdictflow.evaluators.summary_judges import rubric_model
 from verdictflow.evaluators.summary_judges.rubric_verdicts import rubric_messages
+from verdictflow.exceptions import InvalidEvent
 from verdictflow.judge_tier.backends import Backend, Messages, Reply
-from verdictflow.judge_tier.budget import Budget, prompt_tokens
+from verdictflow.judge_tier.budget import Budget, BudgetSkipped, prompt_tokens
 from verdictflow.judge_tier.metrics import JudgeMetrics
 from verdictflow.models.judge import Judgement, JudgeRequest
 from verdictflow.models.verdicts import ReasonCode
@@ -81,7 +88,7 @@ class JudgeClient:
         self.breaker = CircuitBreaker(
             fail_max=breaker_failures,
             timeout_duration=timedelta(seconds=breaker_reset_seconds),
-            exclude=[_refused],  # one request's fault, not the endpoint's
+            exclude=[_refused, _request_fault],  # one request's fault, not the endpoint's
         )
         self.breaker_reset_seconds = breaker_reset_seconds
         self.metrics = metrics or JudgeMetrics()
@@ -184,7 +191,15 @@ class JudgeClient:
                 return ReasonCode.JUDGE_REFUSED, detail
             if _transient(exc) or status in (401, 403, 404) or isinstance(exc, CircuitBreakerError):
                 raise JudgeUnavailable(f"{type(exc).__name__}: {exc}"[:300]) from exc
-            raise
+            if isinstance(exc, BudgetSkipped):
+                raise
+            if isinstance(exc, OSError | MemoryError):
+                raise  # the machine's (a file, memory): the worker stops without committing
+            # this request's: a local model that cannot take it, a reply the client library
+            # cannot read. Raised as the dead letter it becomes, never as the RuntimeError a
+            # model may raise, which the batch loop takes for the infrastructure's: the worker
+            # stopped without committing and met the same request at every restart
+            raise InvalidEvent.internal(exc, f"judge tier ({self.backend.name}): ") from exc
         raise JudgeUnavailable("no attempt was made")  # pragma: no cover - tenacity tries once
 
     def _breaker_open(self) -> bool:
@@ -224,6 +239,15 @@ def _refused(exc: BaseException) -> bool:
     """The endpoint refused this request (400, 413, 422): it answered, so the breaker does not
     count it; five refused answers in a row had opened it and held up every other request."""
     return _status(exc) in REFUSED
+
+
+def _request_fault(exc: BaseException) -> bool:
+    """Raised on this request alone, with no answer from an endpoint behind it (no status, no
+    timeout or connection error): a local model that cannot take this input. It says nothing
+    of the backend's health, so the breaker does not count it; five in a row would have held
+    up every other request."""
+    machine = isinstance(exc, OSError | MemoryError)
+    return _status(exc) is None and not _transient(exc) and not machine
 
 
 def _transient(exc: BaseException) -> bool:

@@ -107,7 +107,11 @@ async def judge_all(
             except Exception as exc:
                 logger.debug("judge failed on answer %s at %s: %s: %s", request.event.id,
                              escalation.line.where, type(exc).__name__, exc)  # fmt: skip
-                fault = InvalidEvent.internal(exc, f"judge tier ({client.backend.name}): ")
+                fault = (  # the client names the backend in its own (see judge_tier.client)
+                    exc
+                    if isinstance(exc, InvalidEvent)
+                    else InvalidEvent.internal(exc, f"judge tier ({client.backend.name}): ")
+                )
                 judged.dead_letters.append(dead_letter(escalation.line, fault))
                 continue
             if isinstance(outcome, tuple):
