@@ -19,6 +19,11 @@ emoji and "'s" (split off one at a time by spaCy's tokenizer: ``verdictflow.nlp.
 bounded_runs``), a context that is one long rule of "=", and answers of thousands of numbers,
 percentages or one name (anchors by the thousand).
 
+Last, what one escalated answer costs the judge tier's shipped checker (``judge_answer``, cold
+pair cache) for prose and for odd shapes under the judge's ``max_prompt_chars`` (48,000): a
+flood against a context of one long rule, and an unspaced URL against a longer one (each a
+single "word", so chunks and claims do not bound them: ``verdictflow.judge_tier.pair_window``).
+
     python bench/record_budget.py [--repeat 2]
 """
 
@@ -161,6 +166,44 @@ def main() -> None:
         outcome = ", ".join(f"{v.kind.value} {v.decision.value}" for v in verdicts)
         context_total = sum(len(c.text) for c in event.context_passages)
         print(f"{shape:<24} {len(event.answer):>8,} {context_total:>9,} {seconds:>7.2f}  {outcome}")
+    judge_shapes()
+
+
+JUDGE_SHAPES: dict[str, Callable[[str], AnswerEvent]] = {
+    "8 sentences (reference)": lambda salt: AnswerEvent(
+        id=salt,
+        answer=" ".join(f"Station {salt}{i} is {7 * i} km from the sea." for i in range(8)),
+        contexts=[" ".join(f"Station {salt}{i} lies {7 * i} km upstream." for i in range(60))],
+    ),
+    "'!' claim, '=' chunk": lambda salt: AnswerEvent(
+        id=salt, answer=salt + "!" * 15_000, contexts=["=" * 30_000 + " " + PROSE[:1_100]]
+    ),
+    "unspaced URLs": lambda salt: AnswerEvent(
+        id=salt,
+        answer="http://x.com/" + salt + "a-b/" * 3_750,
+        contexts=["http://x.com/" + "a-b/" * 7_500],
+    ),
+}
+
+
+def judge_shapes() -> None:
+    from verdictflow.judge_tier.checker_backend import CheckerModel, judge_answer, shipped_dir
+
+    model = CheckerModel(shipped_dir())
+    judge_answer(model, AnswerEvent(id="w", answer="The Nile is long.", contexts=[PROSE[:500]]))
+    print(f"\n{'judge tier, one answer':<24} {'answer':>8} {'contexts':>9} {'s':>7}  claims, pairs")
+    for n, (shape, make) in enumerate(JUDGE_SHAPES.items()):
+        event = make(f"judge{n}")
+        asked = model.misses
+        started = time.perf_counter()
+        reply = judge_answer(model, event)
+        seconds = time.perf_counter() - started
+        context_total = sum(len(c.text) for c in event.context_passages)
+        pairs = model.misses - asked
+        print(
+            f"{shape:<24} {len(event.answer):>8,} {context_total:>9,} {seconds:>7.2f}  "
+            f"{len(reply['claims'])}, {pairs}"
+        )
 
 
 if __name__ == "__main__":

@@ -65,3 +65,17 @@ def test_a_local_cross_encoder_judges_claims_in_the_contract(tmp_path: Path, lab
     verdict = build_verdict(request, JudgeContext(backend.name, backend.model, 0.8), judgement)
     assert verdict.decision in (Decision.PASS, Decision.FAIL)
     assert backend.model.startswith("ce@")  # the model's identity is its files' digest
+
+
+def test_a_flood_is_cut_to_the_window_with_the_reply_unchanged(tmp_path: Path) -> None:
+    """A claim and a context sentence of punctuation (one "word" each) go to the model cut to
+    its window (``judge_tier.pair_window``): the same reply as the whole pair gives."""
+    from verdictflow.judge_tier.backends import CrossEncoderBackend
+
+    backend = CrossEncoderBackend(str(tiny_cross_encoder(tmp_path / "ce", 1)))
+    assert backend._window is not None
+    assert backend._window.pieces == 512
+    event = AnswerEvent(id="f", answer="!" * 3_000, contexts=["=" * 6_000 + ". The Nile is long."])
+    cut = asyncio.run(backend.ask(event, 256)).content
+    backend._window = None
+    assert asyncio.run(backend.ask(event, 256)).content == cut

@@ -29,6 +29,7 @@ import orjson
 from verdictflow.evaluators import faithfulness_llm as contract
 from verdictflow.evaluators import text_normalise
 from verdictflow.exceptions import VerdictflowError
+from verdictflow.judge_tier.pair_window import PairWindow
 from verdictflow.models.events import AnswerEvent
 
 #: Seed sent with every request: servers that honour it give repeatable samples.
@@ -154,6 +155,11 @@ class CrossEncoderBackend(LocalBackend):
         labels = {int(k): str(v).lower() for k, v in (config.id2label or {}).items()}
         self._entail = next((i for i, v in labels.items() if "entail" in v), None)
         self._labels = int(getattr(config, "num_labels", 1))
+        backend = getattr(self._model.tokenizer, "backend_tokenizer", None)  # a fast tokenizer
+        window = getattr(self._model, "max_seq_length", None)
+        self._window = (
+            PairWindow(backend, int(window)) if backend is not None and window else None
+        )  # a flood's pair in linear time (pair_window's doc)
         weights = sorted(p for p in path.rglob("*") if p.is_file())
         digest = hashlib.sha256()
         for file in weights:  # the model's identity is its files' bytes
@@ -185,6 +191,8 @@ class CrossEncoderBackend(LocalBackend):
     def _probabilities(self, pairs: list[tuple[str, str]]) -> list[float]:
         import torch
 
+        if self._window is not None:
+            pairs = [self._window.pair(s, c) for s, c in pairs]
         logits: Any = self._model.predict(  # raw logits: the activation is chosen here
             pairs, convert_to_numpy=True, show_progress_bar=False, activation_fn=torch.nn.Identity()
         )

@@ -41,6 +41,7 @@ from verdictflow.evaluators.checker_chunks import (
     top_chunks,
 )
 from verdictflow.judge_tier.backends import BackendError, LocalBackend
+from verdictflow.judge_tier.pair_window import PairWindow
 from verdictflow.models.events import AnswerEvent
 
 #: P(supported) from which a claim counts as supported.
@@ -123,6 +124,7 @@ class CheckerModel:
         self.tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
         self.tokenizer.enable_truncation(MAX_LENGTH, strategy=PAIR_TRUNCATION)
         self.tokenizer.enable_padding()
+        self.window = PairWindow(self.tokenizer, MAX_LENGTH)  # a flood's pair in linear time
         found = card.get("supported_at")
         self.supported_at = float(found) if found is not None else SUPPORTED_AT
         self.cache: OrderedDict[bytes, float] = OrderedDict()
@@ -159,7 +161,7 @@ class CheckerModel:
         other pairs of the call (see :meth:`probabilities`): the backend passes one."""
         import numpy as np
 
-        encoded = self.tokenizer.encode_batch([(c, q) for c, q in pairs])
+        encoded = self.tokenizer.encode_batch([self.window.pair(c, q) for c, q in pairs])
         feeds = {
             "input_ids": np.array([e.ids for e in encoded], dtype=np.int64),
             "attention_mask": np.array([e.attention_mask for e in encoded], dtype=np.int64),
