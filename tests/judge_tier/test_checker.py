@@ -255,3 +255,38 @@ def test_pairs_tokenized_once_give_the_tokenizers_own_batches() -> None:
             for key, tensor in got.items():
                 assert tensor.dtype == expected[key].dtype
                 assert torch.equal(tensor, expected[key]), (max_length, key)
+
+
+def test_an_answer_of_more_claims_than_the_checker_takes_defers_without_a_pair(
+    tiny_checker: Path,
+) -> None:
+    """Each claim costs up to three pairs, one answer at a time: past ``MAX_CLAIMS`` the
+    request DEFERs ``too_long_for_judge`` before the budget or the model is asked; at it, the
+    answer is judged."""
+    from verdictflow.evaluators.escalation import Priority
+    from verdictflow.evaluators.judge_tier_policy import JudgeTierPolicy
+    from verdictflow.judge_tier.checker_backend import MAX_CLAIMS, CheckerBackend
+    from verdictflow.judge_tier.client import JudgeClient
+    from verdictflow.models.judge import Judgement, JudgeRequest, ReviewedVerdict
+    from verdictflow.models.verdicts import Decision, ReasonCode, VerdictKind
+
+    backend = CheckerBackend(str(tiny_checker))
+    client = JudgeClient(backend, JudgeTierPolicy())
+    reviews = ReviewedVerdict(verdict_id="v", kind=VerdictKind.FAITHFULNESS, score=0.5,
+                              decision=Decision.PASS, threshold=0.4, config_digest="d")  # fmt: skip
+
+    def judged(sentences: int) -> object:
+        answer = " ".join(f"Station {i} is {7 * i} km from the sea." for i in range(sentences))
+        event = AnswerEvent(id=f"s{sentences}", answer=answer, contexts=[CONTEXT])
+        request = JudgeRequest(scope="answer", priority="band", reviews=reviews, event=event)
+        return asyncio.run(client.judge(request, Priority.BAND))
+
+    outcome = judged(MAX_CLAIMS + 1)
+    assert outcome == (
+        ReasonCode.TOO_LONG_FOR_JUDGE,
+        f"{MAX_CLAIMS + 1} claims > the checker's {MAX_CLAIMS} an answer (3 pairs a claim)",
+    )
+    assert backend._model.misses == 0  # no pair was run, and no budget spent
+    assert client.budget.spend.requests == 0
+    assert isinstance(judged(MAX_CLAIMS), Judgement)
+    assert backend._model.misses == MAX_CLAIMS  # one chunk: a pair a claim

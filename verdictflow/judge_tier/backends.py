@@ -63,6 +63,11 @@ class Backend(Protocol):
         self, event: AnswerEvent, max_tokens: int, messages: Messages | None = None
     ) -> Reply: ...
 
+    def too_long(self, event: AnswerEvent) -> str | None:
+        """Why this backend will not take ``event`` (past a per-request bound of its own),
+        checked before the budget is asked; None when it will."""
+        ...
+
     async def close(self) -> None: ...
 
 
@@ -103,6 +108,9 @@ class OpenAIBackend:
             usage.completion_tokens if usage is not None else None,
         )
 
+    def too_long(self, event: AnswerEvent) -> str | None:
+        return None  # the endpoint's limits are max_prompt_chars and its own refusals
+
     async def close(self) -> None:
         await self.client.close()
 
@@ -130,6 +138,9 @@ class LocalBackend:
         async with self._lock:
             content = await asyncio.to_thread(self._judge, event)
         return Reply(content)
+
+    def too_long(self, event: AnswerEvent) -> str | None:
+        return None
 
     async def close(self) -> None:
         return None

@@ -51,6 +51,12 @@ MAX_LENGTH = 256
 #: reference); the backend itself scores one pair per call.
 BATCH = 16
 CACHE_PAIRS = 100_000
+#: The most claims (sentences) of one answer the backend judges: each costs up to three pairs,
+#: ~150 ms each on one core, and the backend judges one answer at a time, so an answer of 190
+#: sentences (15 KB, under ``max_prompt_chars``) held every other escalation for ~80 s. Past
+#: it the request DEFERs ``too_long_for_judge``, as a prompt past ``max_prompt_chars`` does:
+#: at most ~15 s of one core an answer (docs/checker.md).
+MAX_CLAIMS = 32
 #: The files whose bytes are the model's identity.
 MODEL_FILES = ("model.onnx", "tokenizer.json")
 
@@ -218,6 +224,12 @@ class CheckerBackend(LocalBackend):
             raise BackendError(f"{directory}: the shipped checker has no model card")
         self._model = CheckerModel(directory, threads)
         self.model = f"{directory.name}@{self._model.digest[:16]}"
+
+    def too_long(self, event: AnswerEvent) -> str | None:
+        claims = len(claim_sentences(text_normalise.clean(event.answer)))
+        if claims <= MAX_CLAIMS:
+            return None
+        return f"{claims} claims > the checker's {MAX_CLAIMS} an answer (3 pairs a claim)"
 
     def _judge(self, event: AnswerEvent) -> str:
         return orjson.dumps(judge_answer(self._model, event)).decode()

@@ -7,9 +7,9 @@ Outcomes, for one request:
 - a :class:`~verdictflow.models.judge.Judgement` (the reply as received, with its token counts
   and attempts), from which the verdict is built: PASS, FAIL, or DEFER ``judge_output_invalid``
   when the reply broke the contract twice;
-- a deferral without asking: the prompt is longer than ``max_prompt_chars``
-  (``too_long_for_judge``), or the endpoint refused this request itself (400, 413, 422:
-  ``judge_refused``);
+- a deferral without asking: the prompt is longer than ``max_prompt_chars``, or past a bound
+  of the backend's own (the local checker's claims; both ``too_long_for_judge``), or the
+  endpoint refused this request itself (400, 413, 422: ``judge_refused``);
 - :class:`~verdictflow.judge_tier.budget.BudgetSkipped`: not judged for budget; the caller counts it
   and emits nothing;
 - :class:`JudgeUnavailable`: the endpoint kept failing (5xx, 429, timeouts, connection errors,
@@ -118,6 +118,9 @@ class JudgeClient:
                 f"prompt of {chars:,} characters > judge_tier.max_prompt_chars "
                 f"{self.policy.max_prompt_chars:,}",
             )
+        refusal = self.backend.too_long(event) if request.task != "rubric" else None
+        if refusal is not None:
+            return ReasonCode.TOO_LONG_FOR_JUDGE, refusal
         tokens = prompt_tokens(chars)
         labels = self.metrics.labels(event.model, event.tenant)
         first = await self._ask(request, priority, tokens, labels, messages)
