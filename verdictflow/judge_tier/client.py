@@ -196,14 +196,21 @@ class JudgeClient:
                 raise JudgeUnavailable(f"{type(exc).__name__}: {exc}"[:300]) from exc
             if isinstance(exc, BudgetSkipped):
                 raise
-            if isinstance(exc, OSError | MemoryError):
-                raise  # the machine's (a file, memory): the worker stops without committing
+            if _machine(exc):
+                raise  # the worker stops without committing
             # this request's: a local model that cannot take it, a reply the client library
             # cannot read. Raised as the dead letter it becomes, never as the RuntimeError a
             # model may raise, which the batch loop takes for the infrastructure's: the worker
             # stopped without committing and met the same request at every restart
-            raise InvalidEvent.internal(exc, f"judge tier ({self.backend.name}): ") from exc
+            raise self.request_fault(exc) from exc
         raise JudgeUnavailable("no attempt was made")  # pragma: no cover - tenacity tries once
+
+    def request_fault(self, exc: BaseException) -> InvalidEvent:
+        """The ``internal_error`` dead letter of a request the backend raised ``exc`` on,
+        naming the backend (the stream's and ``eval answers --judge local``'s alike)."""
+        if isinstance(exc, InvalidEvent):
+            return exc
+        return InvalidEvent.internal(exc, f"judge tier ({self.backend.name}): ")
 
     def _breaker_open(self) -> bool:
         """Open and not yet due to half-open (aiobreaker half-opens on the next call once its
@@ -249,8 +256,12 @@ def _request_fault(exc: BaseException) -> bool:
     timeout or connection error): a local model that cannot take this input. It says nothing
     of the backend's health, so the breaker does not count it; five in a row would have held
     up every other request."""
-    machine = isinstance(exc, OSError | MemoryError)
-    return _status(exc) is None and not _transient(exc) and not machine
+    return _status(exc) is None and not _transient(exc) and not _machine(exc)
+
+
+def _machine(exc: BaseException) -> bool:
+    """A fault of the machine the backend runs on (a file, memory), not of one request."""
+    return isinstance(exc, OSError | MemoryError)
 
 
 def _transient(exc: BaseException) -> bool:

@@ -107,12 +107,7 @@ async def judge_all(
             except Exception as exc:
                 logger.debug("judge failed on answer %s at %s: %s: %s", request.event.id,
                              escalation.line.where, type(exc).__name__, exc)  # fmt: skip
-                fault = (  # the client names the backend in its own (see judge_tier.client)
-                    exc
-                    if isinstance(exc, InvalidEvent)
-                    else InvalidEvent.internal(exc, f"judge tier ({client.backend.name}): ")
-                )
-                judged.dead_letters.append(dead_letter(escalation.line, fault))
+                judged.dead_letters.append(dead_letter(escalation.line, client.request_fault(exc)))
                 continue
             if isinstance(outcome, tuple):
                 judged.verdicts.append(build_verdict(request, ctx, None, outcome))
