@@ -34,7 +34,8 @@ from verdictflow.evaluators.checker_chunks import (
     cut_claim,
     top_chunks,
 )
-from verdictflow.judge_tier.checker_backend import BATCH, CheckerModel, judge_answer, shipped_dir
+from verdictflow.judge_tier.checker_backend import BATCH, CheckerModel, shipped_dir
+from verdictflow.judge_tier.claim_checks import judge_answer
 
 
 def main() -> None:

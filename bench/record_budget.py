@@ -187,7 +187,8 @@ JUDGE_SHAPES: dict[str, Callable[[str], AnswerEvent]] = {
 
 
 def judge_shapes() -> None:
-    from verdictflow.judge_tier.checker_backend import CheckerModel, judge_answer, shipped_dir
+    from verdictflow.judge_tier.checker_backend import CheckerModel, shipped_dir
+    from verdictflow.judge_tier.claim_checks import judge_answer
 
     model = CheckerModel(shipped_dir())
     judge_answer(model, AnswerEvent(id="w", answer="The Nile is long.", contexts=[PROSE[:500]]))

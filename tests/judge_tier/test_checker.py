@@ -265,7 +265,8 @@ def test_an_answer_of_more_claims_than_the_checker_takes_defers_without_a_pair(
     answer is judged."""
     from verdictflow.evaluators.escalation import Priority
     from verdictflow.evaluators.judge_tier_policy import JudgeTierPolicy
-    from verdictflow.judge_tier.checker_backend import MAX_CLAIMS, CheckerBackend
+    from verdictflow.judge_tier.checker_backend import CheckerBackend
+    from verdictflow.judge_tier.claim_checks import MAX_CLAIMS
     from verdictflow.judge_tier.client import JudgeClient
     from verdictflow.models.judge import Judgement, JudgeRequest, ReviewedVerdict
     from verdictflow.models.verdicts import Decision, ReasonCode, VerdictKind

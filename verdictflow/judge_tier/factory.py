@@ -7,9 +7,10 @@ from pathlib import Path
 from verdictflow.evaluators.faithfulness_llm import JudgeContext
 from verdictflow.evaluators.judge_tier_policy import JudgeTierPolicy
 from verdictflow.exceptions import VerdictflowError
-from verdictflow.judge_tier.backends import Backend, CrossEncoderBackend, OpenAIBackend
+from verdictflow.judge_tier.backends import Backend, OpenAIBackend
 from verdictflow.judge_tier.checker_backend import CheckerBackend, shipped_dir
 from verdictflow.judge_tier.client import JudgeClient
+from verdictflow.judge_tier.cross_encoder_backend import CrossEncoderBackend
 from verdictflow.judge_tier.metrics import JudgeMetrics
 from verdictflow.settings import JudgeSettings
 
