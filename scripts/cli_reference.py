@@ -168,6 +168,12 @@ def render() -> str:
         "",
         f"Every command also takes `--help`. Usage: `{_usage((), root)}`.",
         "",
+        "Input files (JSONL events, golden sets, labelled exports, corpora, edges, rq-eval "
+        "queries and documents, TREC qrels and runs) are UTF-8; a byte order mark at the start "
+        "of a file is skipped (Notepad, Excel and PowerShell 5 write one), and a line ends at "
+        '"\\n", "\\r\\n" or "\\r" only, never at a U+2028 or U+0085 inside a JSON string '
+        "(`verdictflow/input_files.py`).",
+        "",
         "| command | summary |",
         "|---|---|",
     ]

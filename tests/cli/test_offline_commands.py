@@ -46,6 +46,19 @@ def test_eval_answers_prints_the_spec_values():
     assert round(scores[("consistency", "spec-q2")], 4) == 0.6556
 
 
+def test_eval_answers_reads_a_windows_file_as_the_same_file_without_a_bom(tmp_path):
+    """A UTF-8 byte order mark and CRLF line ends (Notepad, PowerShell 5): the first answer was
+    a dead letter ("not_json: UTF-8 byte order mark (BOM) is not supported")."""
+    plain = SPEC_FILE.read_bytes()
+    windows = tmp_path / "windows.jsonl"
+    windows.write_bytes(b"\xef\xbb\xbf" + plain.replace(b"\n", b"\r\n"))
+    expected = runner.invoke(app, ["eval", "answers", str(SPEC_FILE)])
+    result = runner.invoke(app, ["eval", "answers", str(windows)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == expected.stdout
+    assert result.output.count("not_json") == expected.output.count("not_json")  # its bad line
+
+
 def test_eval_table_format_shows_four_decimals():
     result = runner.invoke(app, ["eval", "answers", str(SPEC_FILE), "--format", "table"])
     assert result.exit_code == 0

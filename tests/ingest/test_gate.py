@@ -76,12 +76,13 @@ def test_options_name_kinds_by_tier_or_name_in_the_streams_order() -> None:
 
 
 def test_lexical_verdicts_inline_and_nlp_past_the_timeout_defer_under_their_own_ids() -> None:
-    (lexical, late, bad_kind, not_json, bad_event), producer = checks(
+    (lexical, late, bad_kind, not_json, bad_event, marked), producer = checks(
         ("?timeout_ms=60000", EVENT),  # the first check waits for the gate to load
         ("?kinds=all&timeout_ms=1", {**EVENT, "id": "g2"}),  # spaCy alone loads in seconds
         ("?kinds=judge.twin_lock", EVENT),
         ("", b"{not json"),
         ("", {"id": "g3"}),  # no answer
+        ("", b"\xef\xbb\xbf" + orjson.dumps(EVENT)),  # a BOM, as RFC 8259 lets a parser skip
     )
     assert lexical.status_code == 200, lexical.text
     reply = lexical.json()
@@ -105,7 +106,9 @@ def test_lexical_verdicts_inline_and_nlp_past_the_timeout_defer_under_their_own_
     assert [r.status_code for r in (bad_kind, not_json, bad_event)] == [400, 400, 422]
     assert set(bad_event.json()) == {"error", "detail"}
     assert "answer" in bad_event.json()["detail"]
-    assert [key for _, key, _ in producer.sent] == [b"g1", b"g2"]  # refused bodies not queued
+    assert marked.status_code == 200, marked.text  # was 400 invalid_json
+    assert marked.json()["verdicts"] == reply["verdicts"]
+    assert [key for _, key, _ in producer.sent] == [b"g1", b"g2", b"g1"]  # refused: not queued
 
 
 def test_a_failing_scorer_defers_gate_error_and_never_passes(monkeypatch) -> None:

@@ -127,6 +127,18 @@ def test_a_bad_ndjson_line_is_refused_alone_bad_encoding_included() -> None:
     assert len(producer.sent) == 2
 
 
+@pytest.mark.parametrize("separator", [b"", b"\r\n"])
+def test_a_byte_order_mark_before_the_body_is_skipped(separator: bytes) -> None:
+    """One object, or NDJSON from a file Notepad saved: RFC 8259 lets a parser skip the BOM
+    (it refused the body, or its first line)."""
+    one = orjson.dumps({"id": "a", "answer": "Paris.", "contexts": ["Paris."]})
+    body = b"\xef\xbb\xbf" + one + (separator + one.replace(b'"a"', b'"b"') if separator else b"")
+    reply, producer = post("/v1/answers", body, JSON)
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["accepted"] == (2 if separator else 1)
+    assert producer.sent[0][2] == one
+
+
 @pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", ""])
 def test_answers_refuse_content_types_a_web_page_can_send_without_a_preflight(
     content_type: str,

@@ -15,6 +15,7 @@ from rich.console import Console
 
 from verdictflow.cli.options import IdfStatsOpt, PolicyOpt, err
 from verdictflow.evaluators.kinds import BY_NAME
+from verdictflow.input_files import file_lines
 
 if TYPE_CHECKING:
     from verdictflow.scoring_jobs.batch.answer_chunks import ChunkScorers
@@ -87,7 +88,7 @@ def eval_answers(
         loaded, idf_stats, data_dir=settings.data_dir if context_store else None,
         store_bytes=settings.context_store_bytes,
     )  # fmt: skip
-    lines = file.read_bytes().splitlines()
+    lines = file_lines(file)
     total = sum(1 for line in lines if line.strip())  # the answers: blank lines are skipped
     chunks = -(-total // CHUNK_LINES)
     jobs = min(jobs or len(os.sched_getaffinity(0)), max(1, chunks))  # no idle process

@@ -48,6 +48,7 @@ from verdictflow.evaluators.policy import Policy, load_policy
 from verdictflow.exceptions import InvalidEvent
 from verdictflow.ingest.gate import Gate, check_options
 from verdictflow.ingest.otlp import OtlpDecodeError, parse_json, parse_protobuf, response, spans_of
+from verdictflow.input_files import BOM
 from verdictflow.models.codec import decode, encode
 from verdictflow.models.events import AnswerEvent
 from verdictflow.models.verdicts import ReasonCode
@@ -373,7 +374,7 @@ def create_ingest_app(
             body = _body(
                 await request.body(), request.headers.get("content-encoding"), max_body_bytes
             )
-            item = orjson.loads(body)
+            item = orjson.loads(body.removeprefix(BOM))  # as _items reads it
         except OverflowError as exc:
             return _error(413, "too_large", str(exc))
         except (ValueError, orjson.JSONDecodeError) as exc:
@@ -483,8 +484,9 @@ class LineError:
 def _items(body: bytes) -> tuple[list[Any], str | None]:
     """One JSON object, a JSON array of them, or NDJSON (one object per line). A body that is
     neither refuses the request; in NDJSON a bad line (invalid UTF-8 included) is refused
-    alone, its index counted among the lines that are not blank."""
-    text = body.strip()
+    alone, its index counted among the lines that are not blank. A byte order mark before it is
+    skipped, as RFC 8259 lets a parser do (a script posting a file Notepad saved sends one)."""
+    text = body.removeprefix(BOM).strip()
     if not text:
         return [], "empty body"
     try:

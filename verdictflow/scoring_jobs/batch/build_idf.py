@@ -22,6 +22,7 @@ from rich.progress import Progress
 
 from verdictflow.evaluators.relevance import BackgroundStats, analyze, build_background_stats
 from verdictflow.exceptions import VerdictflowError
+from verdictflow.input_files import stream_lines
 
 TEXT_FIELDS = ("text", "source", "article", "concept_text", "contents", "body")
 
@@ -52,7 +53,7 @@ def iter_documents(paths: Sequence[Path], field: str | None = None) -> Iterator[
             raise CorpusError(f"no such corpus file: {path}")
         jsonl = path.suffix in (".jsonl", ".json", ".ndjson")
         with path.open("rb") as handle:
-            for line_no, line in enumerate(handle, start=1):
+            for line_no, line in enumerate(stream_lines(handle), start=1):
                 if not line.strip():
                     continue
                 if not jsonl:

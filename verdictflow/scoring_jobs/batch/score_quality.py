@@ -31,6 +31,7 @@ from verdictflow.evaluators import doc_quality as dq
 from verdictflow.evaluators.dup_index import VectorError, batch_dup_counts, unit_rows
 from verdictflow.evaluators.embedding import Embedder
 from verdictflow.exceptions import VerdictflowError
+from verdictflow.input_files import stream_lines
 from verdictflow.models.quality import DocQuality
 
 logger = logging.getLogger(__name__)
@@ -119,7 +120,7 @@ def load_degrees(path: Path | None) -> dict[str, int]:
         return {}
     edges: set[tuple[str, str]] = set()
     with path.open("rb") as fh:
-        for no, line in enumerate(fh, start=1):
+        for no, line in enumerate(stream_lines(fh), start=1):
             if not line.strip():
                 continue
             try:

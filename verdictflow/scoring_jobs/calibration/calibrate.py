@@ -30,6 +30,7 @@ from verdictflow.evaluators.drift import score_reference
 from verdictflow.evaluators.kinds import DEFER_SCORE, KindSpec
 from verdictflow.evaluators.perturb import ALL_PERTURBATIONS, perturbations_of
 from verdictflow.evaluators.policy import CalibrationRecord, Policy
+from verdictflow.input_files import split_lines
 from verdictflow.models.codec import summarize_validation_error
 from verdictflow.scoring_jobs.calibration.kinds import (
     BatchScorer,
@@ -65,9 +66,9 @@ class Calibration:
 def read_golden(path: Path, kind: str) -> GoldenSet:
     """Parse a golden set for ``kind``, or raise :class:`CalibrationError` naming the line."""
     model = spec_for(kind).event_model
-    raw = path.read_bytes()
     events, positives, groups = [], [], []
-    for n, line in enumerate(raw.splitlines(), start=1):
+    raw = path.read_bytes()
+    for n, line in enumerate(split_lines(raw), start=1):
         if not line.strip():
             continue
         try:

@@ -23,6 +23,7 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
+from verdictflow.input_files import file_lines
 from verdictflow.models.codec import summarize_validation_error
 from verdictflow.models.labels import LabelledItem, ReviewEntry, ReviewLabel
 from verdictflow.scoring_jobs.calibration.calibrate import GoldenSet
@@ -105,7 +106,7 @@ def dump_items(rows: Iterable[LabelledItem]) -> bytes:
 def read_items(path: Path) -> list[LabelledItem]:
     """Rows of an export, or :class:`CalibrationError` naming the line."""
     rows = []
-    for n, line in enumerate(path.read_bytes().splitlines(), start=1):
+    for n, line in enumerate(file_lines(path), start=1):
         if not line.strip():
             continue
         try:

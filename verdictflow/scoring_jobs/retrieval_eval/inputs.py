@@ -17,6 +17,7 @@ from pathlib import Path
 import orjson
 
 from verdictflow.exceptions import VerdictflowError
+from verdictflow.input_files import text_lines
 
 
 class RQInputError(VerdictflowError):
@@ -31,10 +32,10 @@ class Document:
 
 def _lines(path: Path) -> list[tuple[int, str]]:
     try:
-        text = path.read_text(encoding="utf-8")
+        lines = text_lines(path)
     except (OSError, UnicodeDecodeError) as exc:
         raise RQInputError(f"cannot read {path}: {exc}") from None
-    return [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    return [(n, line) for n, line in enumerate(lines, start=1) if line.strip()]
 
 
 def _json_object(path: Path, n: int, line: str) -> dict[str, object]:

@@ -7,6 +7,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from verdictflow.exceptions import VerdictflowError
+from verdictflow.input_files import text_lines
 
 
 class TrecFormatError(VerdictflowError):
@@ -16,7 +17,7 @@ class TrecFormatError(VerdictflowError):
 def read_trec_qrels(path: Path) -> dict[str, dict[str, int]]:
     """``{qid: {doc: rel}}``; blank lines and ``#`` comments skipped, duplicates refused."""
     qrels: dict[str, dict[str, int]] = defaultdict(dict)
-    for line_no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for line_no, line in enumerate(text_lines(path), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         parts = line.split()
@@ -37,7 +38,7 @@ def read_trec_qrels(path: Path) -> dict[str, dict[str, int]]:
 def read_trec_run(path: Path) -> dict[str, list[tuple[str, float]]]:
     """``{qid: [(doc, score), ...]}`` in file order (rank by score with ``rank_by_score``)."""
     run: dict[str, list[tuple[str, float]]] = defaultdict(list)
-    for line_no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for line_no, line in enumerate(text_lines(path), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         parts = line.split()
