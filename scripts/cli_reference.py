@@ -170,7 +170,8 @@ def render() -> str:
         "",
         "Input files (JSONL events, golden sets, labelled exports, corpora, edges, rq-eval "
         "queries and documents, TREC qrels and runs) are UTF-8; a byte order mark at the start "
-        "of a file is skipped (Notepad, Excel and PowerShell 5 write one), and a line ends at "
+        "of a file is skipped (Notepad, Excel and PowerShell 5 write one), a UTF-16 or UTF-32 "
+        "file with its mark is read as such (PowerShell 5's `>`), and a line ends at "
         '"\\n", "\\r\\n" or "\\r" only, never at a U+2028 or U+0085 inside a JSON string '
         "(`verdictflow/input_files.py`).",
         "",

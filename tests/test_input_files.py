@@ -38,6 +38,21 @@ def test_a_leading_bom_is_dropped_and_lines_break_only_at_newlines(tmp_path: Pat
         text_lines(path)
 
 
+@pytest.mark.parametrize("codec", ["utf-16", "utf-16-be", "utf-32", "utf-32-le"])
+def test_a_utf16_or_utf32_file_with_its_mark_reads_as_its_text(tmp_path: Path, codec: str) -> None:
+    """PowerShell 5's ``>`` writes UTF-16: every line was a dead letter."""
+    record = '{"id": "a1", "answer": "Zoë\u2028ok"}'
+    path = tmp_path / "wide.jsonl"
+    mark = {"utf-16-be": codecs.BOM_UTF16_BE, "utf-32-le": codecs.BOM_UTF32_LE}.get(codec, b"")
+    path.write_bytes(mark + f"{record}\r\n\r\n{record}\n".encode(codec))
+    assert file_lines(path) == [record.encode(), b"", record.encode()]
+    assert text_lines(path) == [record, "", record]
+    with path.open("rb") as handle:
+        assert list(stream_lines(handle)) == [(record + "\r\n").encode(), b"\r\n",
+                                              (record + "\n").encode()]  # fmt: skip
+        assert not handle.closed
+
+
 def _with_bom(path: Path, text: str) -> Path:
     path.write_bytes(BOM + text.encode())
     return path

@@ -7,6 +7,10 @@ exports, rq-eval documents and queries, TREC qrels and runs), read one way by ev
   supported"), stopped ``calibrate`` on line 1, and, worst, glued itself to the first query id
   of a qrels file ("\\ufeffq1"), whose judgments then matched no run line: a silently lower
   score. Only the file's start: a BOM inside a record is the record's.
+- **A UTF-16 or UTF-32 file with its byte order mark is read as the text it is.** PowerShell
+  5's ``>`` and ``Out-File`` write UTF-16 by default, whose every line was a dead letter (the
+  bytes split at "\\n" left a NUL at the start of the next line). The mark names the encoding,
+  so nothing is guessed; a file without one is UTF-8.
 - **Lines end at "\\n", "\\r\\n" or "\\r" only** (``bytes.splitlines``). ``str.splitlines``
   also ends a line at U+2028, U+2029, U+0085 and "\\x1c"-"\\x1e", which a JSON string may hold
   unescaped (web text has them; ``orjson`` writes them as they are), so a valid JSONL record
@@ -19,6 +23,7 @@ letters name it); callers skip them.
 from __future__ import annotations
 
 import codecs
+import io
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -31,22 +36,52 @@ def file_lines(path: Path) -> list[bytes]:
     return split_lines(path.read_bytes())
 
 
+#: Byte order marks of the encodings read other than UTF-8 (UTF-32's first: UTF-32-LE's
+#: begins with UTF-16-LE's), each with the codec that reads it, mark included.
+WIDE_MARKS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+
+
 def split_lines(data: bytes) -> list[bytes]:
     """:func:`file_lines` of a file's bytes already read (standard input, say)."""
-    return data.removeprefix(BOM).splitlines()
+    return utf8(data).splitlines()
+
+
+def utf8(data: bytes) -> bytes:
+    """A file's bytes as UTF-8 without a byte order mark (a UTF-16 or UTF-32 file with its
+    mark is re-encoded; ``UnicodeDecodeError`` if it is not what its mark says)."""
+    for mark, codec in WIDE_MARKS:
+        if data.startswith(mark):
+            return data.decode(codec).encode("utf-8")
+    return data.removeprefix(BOM)
 
 
 def stream_lines(handle: BinaryIO) -> Iterator[bytes]:
-    """The lines of an open binary file one at a time, the first one's BOM dropped: for
-    corpora too large to read whole. Lines keep their endings (split at "\\n" only, as binary
-    file iteration does)."""
-    for n, line in enumerate(handle):
-        yield line.removeprefix(BOM) if n == 0 else line
+    """The lines of an open binary file (seekable) one at a time, as UTF-8 without the first
+    one's byte order mark: for corpora too large to read whole. Lines keep their endings
+    (split at "\\n" only, as binary file iteration does)."""
+    head = handle.read(4)
+    handle.seek(0)
+    codec = next((c for mark, c in WIDE_MARKS if head.startswith(mark)), None)
+    if codec is None:
+        for n, line in enumerate(handle):
+            yield line.removeprefix(BOM) if n == 0 else line
+        return
+    text = io.TextIOWrapper(handle, encoding=codec, newline="")
+    try:
+        for decoded in text:
+            yield decoded.encode("utf-8")
+    finally:
+        text.detach()  # the caller's handle stays open: it closes it
 
 
 def text_lines(path: Path) -> list[str]:
     """:func:`file_lines` decoded as UTF-8; ``UnicodeDecodeError`` names the offset in the
     file (without its BOM), as decoding the whole file does."""
-    data = path.read_bytes().removeprefix(BOM)
+    data = utf8(path.read_bytes())
     data.decode("utf-8")  # the whole file's error, with its offset, before any line's
     return [line.decode("utf-8") for line in data.splitlines()]
