@@ -173,7 +173,9 @@ def render() -> str:
         "of a file is skipped (Notepad, Excel and PowerShell 5 write one), a UTF-16 or UTF-32 "
         "file with its mark is read as such (PowerShell 5's `>`), and a line ends at "
         '"\\n", "\\r\\n" or "\\r" only, never at a U+2028 or U+0085 inside a JSON string '
-        "(`verdictflow/input_files.py`).",
+        "(`verdictflow/input_files.py`). An events file (`eval answers`, `eval summaries`, "
+        "`replay`) may also be one JSON array of events, or one event spread over lines, as "
+        "`POST /v1/answers` takes.",
         "",
         "| command | summary |",
         "|---|---|",

@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from verdictflow.input_files import file_lines, stream_lines, text_lines
+from verdictflow.input_files import event_records, file_lines, stream_lines, text_lines
 from verdictflow.models.labels import LabelledItem
 from verdictflow.scoring_jobs.batch.build_idf import iter_documents
 from verdictflow.scoring_jobs.batch.score_quality import load_degrees
@@ -95,3 +95,21 @@ def test_a_labelled_export_with_a_bom_reads(tmp_path: Path) -> None:
            "event": {"id": "a1", "answer": "x\u2028y"}, "verdict": verdict}  # fmt: skip
     path = _with_bom(tmp_path / "labels.jsonl", orjson.dumps(row).decode() + "\n")
     assert read_items(path) == [LabelledItem.model_validate(row)]
+
+
+def test_an_events_file_may_be_jsonl_one_json_array_or_one_pretty_printed_event(
+    tmp_path: Path,
+) -> None:
+    events = [{"id": "a1", "answer": "x"}, {"id": "a2", "answer": "y"}]
+    records = [orjson.dumps(e) for e in events]
+    path = tmp_path / "events.json"
+    for body, expected in [
+        (b"\n".join(records) + b"\n\n", [*records, b""]),  # JSONL: blank lines kept
+        (orjson.dumps(events, option=orjson.OPT_INDENT_2), records),  # an array, pretty
+        (BOM + orjson.dumps(events), records),  # an array on one line
+        (orjson.dumps(events[0], option=orjson.OPT_INDENT_2), records[:1]),  # one event
+        (b"[1, 2]\n" + records[0], [b"[1, 2]", records[0]]),  # not one array: lines
+        (b"{\n  broken\n}", [b"{", b"  broken", b"}"]),  # not one object: each line
+    ]:
+        path.write_bytes(body)
+        assert event_records(path) == expected, body

@@ -18,6 +18,11 @@ exports, rq-eval documents and queries, TREC qrels and runs), read one way by ev
 
 Blank lines are kept, so that a line's number is its place in the file (errors and dead
 letters name it); callers skip them.
+
+Event files (``eval answers``, ``eval summaries``, ``replay``: :func:`event_records`) may also
+be what ``POST /v1/answers`` takes besides NDJSON: one JSON array of events, or one event
+spread over lines (pretty-printed). A JSON array handed to ``eval answers`` was read line by
+line, every line a dead letter ("[", "  {", ...), with exit code 0 and no verdict.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ import io
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
+
+import orjson
 
 BOM = codecs.BOM_UTF8
 
@@ -85,3 +92,30 @@ def text_lines(path: Path) -> list[str]:
     data = utf8(path.read_bytes())
     data.decode("utf-8")  # the whole file's error, with its offset, before any line's
     return [line.decode("utf-8") for line in data.splitlines()]
+
+
+def event_records(path: Path) -> list[bytes]:
+    """The records of an events file, each one event's bytes: the lines of a JSONL file (blank
+    ones kept, for numbering); the items of a file that is one JSON array (re-serialised, one
+    record each, numbered from 1); or the one JSON object a file spreads over its lines. A
+    file that is none of these is read as JSONL, so each bad line is its own dead letter."""
+    data = utf8(path.read_bytes())
+    lines = data.splitlines()
+    first = next((line for line in lines if line.strip()), b"").strip()
+    if first.startswith(b"[") or (first.startswith(b"{") and not _json(first)):
+        try:
+            whole = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            return lines
+        if isinstance(whole, list):
+            return [orjson.dumps(item) for item in whole]
+        return [orjson.dumps(whole)]
+    return lines
+
+
+def _json(line: bytes) -> bool:
+    try:
+        orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False
+    return True

@@ -46,7 +46,7 @@ def test_eval_answers_prints_the_spec_values():
     assert round(scores[("consistency", "spec-q2")], 4) == 0.6556
 
 
-def test_eval_answers_reads_a_windows_file_as_the_same_file_without_a_bom(tmp_path):
+def test_eval_answers_reads_a_windows_file_and_a_json_array_as_the_jsonl_they_hold(tmp_path):
     """A UTF-8 byte order mark and CRLF line ends (Notepad, PowerShell 5): the first answer was
     a dead letter ("not_json: UTF-8 byte order mark (BOM) is not supported")."""
     plain = SPEC_FILE.read_bytes()
@@ -57,6 +57,22 @@ def test_eval_answers_reads_a_windows_file_as_the_same_file_without_a_bom(tmp_pa
     assert result.exit_code == 0, result.output
     assert result.stdout == expected.stdout
     assert result.output.count("not_json") == expected.output.count("not_json")  # its bad line
+    rows = [orjson.loads(line) for line in plain.splitlines() if line.startswith(b'{"id":"spec')]
+    array = tmp_path / "array.json"  # as POST /v1/answers takes: one JSON array, pretty-printed
+    array.write_bytes(orjson.dumps(rows, option=orjson.OPT_INDENT_2))
+    as_array = runner.invoke(app, ["eval", "answers", str(array)])
+    assert as_array.exit_code == 0, as_array.output
+    assert (
+        as_array.stdout
+        == runner.invoke(app, ["eval", "answers", str(_jsonl(tmp_path, rows))]).stdout
+    )
+    assert len(as_array.stdout.splitlines()) > len(rows)  # was: no verdict, a dead letter a line
+
+
+def _jsonl(tmp_path, rows):
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    return path
 
 
 def test_eval_table_format_shows_four_decimals():

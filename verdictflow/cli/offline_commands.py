@@ -15,7 +15,7 @@ from rich.console import Console
 
 from verdictflow.cli.options import IdfStatsOpt, PolicyOpt, err
 from verdictflow.evaluators.kinds import BY_NAME
-from verdictflow.input_files import file_lines
+from verdictflow.input_files import event_records
 
 if TYPE_CHECKING:
     from verdictflow.scoring_jobs.batch.answer_chunks import ChunkScorers
@@ -39,7 +39,12 @@ FAITHFULNESS_SETS = (
 
 
 def eval_answers(
-    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="JSONL AnswerEvents")],
+    file: Annotated[
+        Path,
+        typer.Argument(
+            exists=True, dir_okay=False, help="JSONL AnswerEvents, or a JSON array of them"
+        ),
+    ],
     policy: PolicyOpt = None,
     fmt: Annotated[str, typer.Option("--format", help="jsonl (verdicts) or table")] = "jsonl",
     idf_stats: IdfStatsOpt = "default",
@@ -88,7 +93,7 @@ def eval_answers(
         loaded, idf_stats, data_dir=settings.data_dir if context_store else None,
         store_bytes=settings.context_store_bytes,
     )  # fmt: skip
-    lines = file_lines(file)
+    lines = event_records(file)
     total = sum(1 for line in lines if line.strip())  # the answers: blank lines are skipped
     chunks = -(-total // CHUNK_LINES)
     jobs = min(jobs or len(os.sched_getaffinity(0)), max(1, chunks))  # no idle process
@@ -153,7 +158,12 @@ def _scored_with_progress(
 
 
 def eval_summaries(
-    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="JSONL SummaryEvents")],
+    file: Annotated[
+        Path,
+        typer.Argument(
+            exists=True, dir_okay=False, help="JSONL SummaryEvents, or a JSON array of them"
+        ),
+    ],
     judge: Annotated[
         str | None, typer.Option(help="twin_lock, judge_lock or both (default: each event's)")
     ] = None,

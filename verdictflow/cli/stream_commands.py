@@ -127,14 +127,17 @@ def migrate_tables(
 
 
 def replay(
-    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="JSONL events")],
+    file: Annotated[
+        Path,
+        typer.Argument(exists=True, dir_okay=False, help="JSONL events, or a JSON array of them"),
+    ],
     topic: Annotated[str, typer.Option(help="Topic, short (answers) or full name")] = "answers",
     broker: BrokerOpt = None,
     prefix: PrefixOpt = None,
 ) -> None:
-    """Produce each line of a JSONL file to a topic, as is (malformed lines included). A line
-    over 1 MiB, or one the broker refuses as too large, is reported and skipped, and the
-    lines after it are sent; the exit code is then 1."""
+    """Produce each line of a JSONL file (each item of a JSON array) to a topic, as is
+    (malformed lines included). A line over 1 MiB, or one the broker refuses as too large, is
+    reported and skipped, and the lines after it are sent; the exit code is then 1."""
     from verdictflow.streams.replay import read_lines
     from verdictflow.streams.replay import replay as do_replay
 

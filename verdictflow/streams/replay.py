@@ -23,7 +23,7 @@ import orjson
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import MessageSizeTooLargeError, RecordTooLargeError
 
-from verdictflow.input_files import file_lines
+from verdictflow.input_files import event_records
 from verdictflow.settings import Settings
 from verdictflow.streams.admin import ensure_topics
 from verdictflow.streams.kafka_security import aiokafka_security_kwargs
@@ -66,8 +66,9 @@ def record_key(line: bytes, short_topic: str) -> bytes | None:
 
 
 def read_lines(path: Path) -> list[bytes]:
-    """Non-blank lines of a file, without their line endings (:mod:`verdictflow.input_files`)."""
-    return [line for line in file_lines(path) if line.strip()]
+    """The non-blank records of an events file: its lines, or the items of one JSON array
+    (:func:`verdictflow.input_files.event_records`)."""
+    return [line for line in event_records(path) if line.strip()]
 
 
 def make_producer(

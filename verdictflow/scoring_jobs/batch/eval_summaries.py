@@ -24,7 +24,7 @@ from verdictflow.evaluators.policy import Policy
 from verdictflow.evaluators.summary_judges.rubric import METRICS
 from verdictflow.evaluators.summary_judges.verdicts import JudgeContext, Parser
 from verdictflow.exceptions import VerdictflowError
-from verdictflow.input_files import file_lines
+from verdictflow.input_files import event_records
 from verdictflow.models.codec import DEFAULT_MAX_EVENT_BYTES
 from verdictflow.models.verdicts import JudgeVerdict, Verdict, VerdictKind
 from verdictflow.pipelines.summaries import MAX_BATCH, judge_records
@@ -96,7 +96,7 @@ def run_cli(
     if fmt not in ("jsonl", "table"):
         raise VerdictflowError(f"--format must be jsonl or table, not {fmt!r}")
     policy = policy or Policy()
-    lines = file_lines(file)
+    lines = event_records(file)
     parse, version = spacy_parser()
     ctx = JudgeContext(policy.judge, version, policy.budget)
     scoring = load_scoring(policy, idf_stats) if policy.faithfulness.summaries else None
