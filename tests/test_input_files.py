@@ -10,7 +10,13 @@ from pathlib import Path
 import orjson
 import pytest
 
-from verdictflow.input_files import event_records, file_lines, stream_lines, text_lines
+from verdictflow.input_files import (
+    InputFileError,
+    event_records,
+    file_lines,
+    stream_lines,
+    text_lines,
+)
 from verdictflow.models.labels import LabelledItem
 from verdictflow.scoring_jobs.batch.build_idf import iter_documents
 from verdictflow.scoring_jobs.batch.score_quality import load_degrees
@@ -51,6 +57,15 @@ def test_a_utf16_or_utf32_file_with_its_mark_reads_as_its_text(tmp_path: Path, c
         assert list(stream_lines(handle)) == [(record + "\r\n").encode(), b"\r\n",
                                               (record + "\n").encode()]  # fmt: skip
         assert not handle.closed
+
+
+def test_a_file_that_is_not_what_its_mark_says_is_one_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "odd.jsonl"
+    path.write_bytes(codecs.BOM_UTF16_LE + b'{\x00"\x00\x00\xd8')  # a lone surrogate
+    with pytest.raises(InputFileError, match=r"odd.jsonl: starts with a UTF-16 .*save it as UTF-8"):
+        file_lines(path)
+    with path.open("rb") as handle, pytest.raises(InputFileError, match=r"odd\.jsonl"):
+        list(stream_lines(handle))
 
 
 def _with_bom(path: Path, text: str) -> Path:

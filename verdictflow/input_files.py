@@ -35,12 +35,14 @@ from typing import BinaryIO
 
 import orjson
 
+from verdictflow.exceptions import VerdictflowError
+
 BOM = codecs.BOM_UTF8
 
 
 def file_lines(path: Path) -> list[bytes]:
     """Every line of ``path``, without its line ending (see the module doc)."""
-    return split_lines(path.read_bytes())
+    return utf8(path.read_bytes(), path).splitlines()
 
 
 #: Byte order marks of the encodings read other than UTF-8 (UTF-32's first: UTF-32-LE's
@@ -53,17 +55,28 @@ WIDE_MARKS = (
 )
 
 
-def split_lines(data: bytes) -> list[bytes]:
-    """:func:`file_lines` of a file's bytes already read (standard input, say)."""
-    return utf8(data).splitlines()
+def split_lines(data: bytes, source: object = "the file") -> list[bytes]:
+    """:func:`file_lines` of a file's bytes already read (``source`` names it in errors)."""
+    return utf8(data, source).splitlines()
 
 
-def utf8(data: bytes) -> bytes:
+class InputFileError(VerdictflowError):
+    """A file whose byte order mark names an encoding its bytes are not in."""
+
+
+def utf8(data: bytes, source: object = "the file") -> bytes:
     """A file's bytes as UTF-8 without a byte order mark (a UTF-16 or UTF-32 file with its
-    mark is re-encoded; ``UnicodeDecodeError`` if it is not what its mark says)."""
+    mark is re-encoded; :class:`InputFileError` if it is not what its mark says)."""
     for mark, codec in WIDE_MARKS:
         if data.startswith(mark):
-            return data.decode(codec).encode("utf-8")
+            try:
+                return data.decode(codec).encode("utf-8")
+            except UnicodeError as exc:  # a lone surrogate cannot be UTF-8 either
+                raise InputFileError(
+                    f"{source}: starts with a {codec.upper()} byte order mark but is not "
+                    f"{codec.upper()} ({exc.reason} at byte {getattr(exc, 'start', '?')}); "
+                    "save it as UTF-8"
+                ) from None
     return data.removeprefix(BOM)
 
 
@@ -82,6 +95,12 @@ def stream_lines(handle: BinaryIO) -> Iterator[bytes]:
     try:
         for decoded in text:
             yield decoded.encode("utf-8")
+    except UnicodeError as exc:
+        source = getattr(handle, "name", "the file")
+        raise InputFileError(
+            f"{source}: starts with a {codec.upper()} byte order mark but is not "
+            f"{codec.upper()} ({exc}); save it as UTF-8"
+        ) from None
     finally:
         text.detach()  # the caller's handle stays open: it closes it
 
@@ -89,7 +108,7 @@ def stream_lines(handle: BinaryIO) -> Iterator[bytes]:
 def text_lines(path: Path) -> list[str]:
     """:func:`file_lines` decoded as UTF-8; ``UnicodeDecodeError`` names the offset in the
     file (without its BOM), as decoding the whole file does."""
-    data = utf8(path.read_bytes())
+    data = utf8(path.read_bytes(), path)
     data.decode("utf-8")  # the whole file's error, with its offset, before any line's
     return [line.decode("utf-8") for line in data.splitlines()]
 
@@ -99,7 +118,7 @@ def event_records(path: Path) -> list[bytes]:
     ones kept, for numbering); the items of a file that is one JSON array (re-serialised, one
     record each, numbered from 1); or the one JSON object a file spreads over its lines. A
     file that is none of these is read as JSONL, so each bad line is its own dead letter."""
-    data = utf8(path.read_bytes())
+    data = utf8(path.read_bytes(), path)
     lines = data.splitlines()
     first = next((line for line in lines if line.strip()), b"").strip()
     if first.startswith(b"[") or (first.startswith(b"{") and not _json(first)):

@@ -68,7 +68,7 @@ def read_golden(path: Path, kind: str) -> GoldenSet:
     model = spec_for(kind).event_model
     events, positives, groups = [], [], []
     raw = path.read_bytes()
-    for n, line in enumerate(split_lines(raw), start=1):
+    for n, line in enumerate(split_lines(raw, path), start=1):
         if not line.strip():
             continue
         try:
