@@ -175,7 +175,7 @@ def render() -> str:
         '"\\n", "\\r\\n" or "\\r" only, never at a U+2028 or U+0085 inside a JSON string '
         "(`verdictflow/input_files.py`). An events file (`eval answers`, `eval summaries`, "
         "`replay`) may also be one JSON array of events, or one event spread over lines, as "
-        "`POST /v1/answers` takes.",
+        "`POST /v1/answers` takes; `-` reads it from standard input.",
         "",
         "| command | summary |",
         "|---|---|",

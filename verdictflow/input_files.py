@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import codecs
 import io
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -72,12 +73,16 @@ def utf8(data: bytes, source: object = "the file") -> bytes:
             try:
                 return data.decode(codec).encode("utf-8")
             except UnicodeError as exc:  # a lone surrogate cannot be UTF-8 either
-                raise InputFileError(
-                    f"{source}: starts with a {codec.upper()} byte order mark but is not "
-                    f"{codec.upper()} ({exc.reason} at byte {getattr(exc, 'start', '?')}); "
-                    "save it as UTF-8"
-                ) from None
+                raise _not_as_marked(source, codec, exc) from None
     return data.removeprefix(BOM)
+
+
+def _not_as_marked(source: object, codec: str, exc: UnicodeError) -> InputFileError:
+    name = codec.upper()
+    return InputFileError(
+        f"{source}: starts with a {name} byte order mark but is not {name} ({exc}); "
+        "save it as UTF-8"
+    )
 
 
 def stream_lines(handle: BinaryIO) -> Iterator[bytes]:
@@ -96,11 +101,7 @@ def stream_lines(handle: BinaryIO) -> Iterator[bytes]:
         for decoded in text:
             yield decoded.encode("utf-8")
     except UnicodeError as exc:
-        source = getattr(handle, "name", "the file")
-        raise InputFileError(
-            f"{source}: starts with a {codec.upper()} byte order mark but is not "
-            f"{codec.upper()} ({exc}); save it as UTF-8"
-        ) from None
+        raise _not_as_marked(getattr(handle, "name", "the file"), codec, exc) from None
     finally:
         text.detach()  # the caller's handle stays open: it closes it
 
@@ -113,12 +114,19 @@ def text_lines(path: Path) -> list[str]:
     return [line.decode("utf-8") for line in data.splitlines()]
 
 
+def source_name(path: Path) -> str:
+    """How dead letters and errors name an input: its path, or ``stdin`` for "-"."""
+    return "stdin" if str(path) == "-" else str(path)
+
+
 def event_records(path: Path) -> list[bytes]:
-    """The records of an events file, each one event's bytes: the lines of a JSONL file (blank
-    ones kept, for numbering); the items of a file that is one JSON array (re-serialised, one
-    record each, numbered from 1); or the one JSON object a file spreads over its lines. A
-    file that is none of these is read as JSONL, so each bad line is its own dead letter."""
-    data = utf8(path.read_bytes(), path)
+    """The records of an events file ("-": standard input), each one event's bytes: the lines
+    of a JSONL file (blank ones kept, for numbering); the items of a file that is one JSON
+    array (re-serialised, one record each, numbered from 1); or the one JSON object a file
+    spreads over its lines. A file that is none of these is read as JSONL, so each bad line is
+    its own dead letter."""
+    raw = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()
+    data = utf8(raw, source_name(path))
     lines = data.splitlines()
     first = next((line for line in lines if line.strip()), b"").strip()
     if first.startswith(b"[") or (first.startswith(b"{") and not _json(first)):

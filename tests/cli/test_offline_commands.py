@@ -46,7 +46,7 @@ def test_eval_answers_prints_the_spec_values():
     assert round(scores[("consistency", "spec-q2")], 4) == 0.6556
 
 
-def test_eval_answers_reads_a_windows_file_and_a_json_array_as_the_jsonl_they_hold(tmp_path):
+def test_eval_answers_reads_a_windows_file_a_json_array_and_stdin_as_the_jsonl_they_hold(tmp_path):
     """A UTF-8 byte order mark and CRLF line ends (Notepad, PowerShell 5): the first answer was
     a dead letter ("not_json: UTF-8 byte order mark (BOM) is not supported")."""
     plain = SPEC_FILE.read_bytes()
@@ -67,6 +67,10 @@ def test_eval_answers_reads_a_windows_file_and_a_json_array_as_the_jsonl_they_ho
         == runner.invoke(app, ["eval", "answers", str(_jsonl(tmp_path, rows))]).stdout
     )
     assert len(as_array.stdout.splitlines()) > len(rows)  # was: no verdict, a dead letter a line
+    piped = runner.invoke(app, ["eval", "answers", "-"], input=plain)  # "-": standard input
+    assert piped.exit_code == 0, piped.output
+    assert piped.stdout == expected.stdout
+    assert '"source_topic":"stdin"' in piped.output  # its bad line, named
 
 
 def _jsonl(tmp_path, rows):

@@ -13,9 +13,9 @@ import orjson
 import typer
 from rich.console import Console
 
-from verdictflow.cli.options import IdfStatsOpt, PolicyOpt, err
+from verdictflow.cli.options import EventsFile, IdfStatsOpt, PolicyOpt, err
 from verdictflow.evaluators.kinds import BY_NAME
-from verdictflow.input_files import event_records
+from verdictflow.input_files import event_records, source_name
 
 if TYPE_CHECKING:
     from verdictflow.scoring_jobs.batch.answer_chunks import ChunkScorers
@@ -41,9 +41,7 @@ FAITHFULNESS_SETS = (
 def eval_answers(
     file: Annotated[
         Path,
-        typer.Argument(
-            exists=True, dir_okay=False, help="JSONL AnswerEvents, or a JSON array of them"
-        ),
+        EventsFile("AnswerEvents"),
     ],
     policy: PolicyOpt = None,
     fmt: Annotated[str, typer.Option("--format", help="jsonl (verdicts) or table")] = "jsonl",
@@ -108,7 +106,7 @@ def eval_answers(
         # a bad --idf-stats fails here, in this process; with scoring processes this one only
         # closes consistency groups, so it imports nothing for the lexical kinds
         scoring = recipe.load(warm_up=scorers is None)
-        outputs = _scored_with_progress(lines, total, scoring, scorers, str(file), settings)
+        outputs = _scored_with_progress(lines, total, scoring, scorers, source_name(file), settings)
     verdicts = [o.verdict for o in outputs if o.verdict is not None]
     dead_letters = [o.dead_letter for o in outputs if o.dead_letter is not None]
     if judge == "local":
@@ -117,7 +115,7 @@ def eval_answers(
         from verdictflow.settings import JudgeSettings
 
         client = make_client(JudgeSettings(), loaded.judge_tier)
-        judged = judge_verdicts(lines, verdicts, loaded, client, str(file))
+        judged = judge_verdicts(lines, verdicts, loaded, client, source_name(file))
         verdicts += judged.verdicts
         dead_letters += judged.dead_letters
     for letter in dead_letters:
@@ -160,9 +158,7 @@ def _scored_with_progress(
 def eval_summaries(
     file: Annotated[
         Path,
-        typer.Argument(
-            exists=True, dir_okay=False, help="JSONL SummaryEvents, or a JSON array of them"
-        ),
+        EventsFile("SummaryEvents"),
     ],
     judge: Annotated[
         str | None, typer.Option(help="twin_lock, judge_lock or both (default: each event's)")

@@ -44,6 +44,24 @@ IdfStatsOpt = Annotated[
 ]
 
 
+def events_file(value: Path) -> Path:
+    """An events file argument: an existing file, or "-" for standard input. (typer 0.29
+    turns the argument into a ``Path`` before its ``allow_dash`` test, so "-" never passes
+    ``exists=True``; this checks it instead.)"""
+    if str(value) != "-" and not value.is_file():
+        raise typer.BadParameter(f"file {str(value)!r} does not exist.")
+    return value
+
+
+def EventsFile(what: str) -> Any:  # noqa: N802 - reads as the type it makes
+    """The ``FILE`` argument of a command that reads events: a file or "-"."""
+    return typer.Argument(
+        dir_okay=False,
+        callback=events_file,
+        help=f"JSONL {what}, or a JSON array of them; - reads standard input",
+    )
+
+
 def build_settings(**overrides: Any) -> Settings:
     """Settings from the environment, overridden by the options actually given."""
     given = {k: v for k, v in overrides.items() if v is not None}

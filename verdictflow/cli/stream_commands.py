@@ -14,6 +14,7 @@ from rich.progress import Progress
 
 from verdictflow.cli.options import (
     BrokerOpt,
+    EventsFile,
     InsecureOpt,
     PolicyOpt,
     PrefixOpt,
@@ -22,6 +23,7 @@ from verdictflow.cli.options import (
     exit_on_sigterm,
     setup_logging,
 )
+from verdictflow.input_files import source_name
 
 
 def broker(port: Annotated[int, typer.Option(help="Port on 127.0.0.1")] = 9092) -> None:
@@ -129,7 +131,7 @@ def migrate_tables(
 def replay(
     file: Annotated[
         Path,
-        typer.Argument(exists=True, dir_okay=False, help="JSONL events, or a JSON array of them"),
+        EventsFile("events"),
     ],
     topic: Annotated[str, typer.Option(help="Topic, short (answers) or full name")] = "answers",
     broker: BrokerOpt = None,
@@ -144,7 +146,7 @@ def replay(
     settings = build_settings(broker=broker, prefix=prefix)
     lines = read_lines(file)
     with Progress(console=err, transient=True) as progress:
-        task = progress.add_task(f"replaying {file.name}", total=len(lines))
+        task = progress.add_task(f"replaying {source_name(file)}", total=len(lines))
         result = asyncio.run(
             do_replay(lines, topic, settings, lambda n: progress.update(task, completed=n))
         )

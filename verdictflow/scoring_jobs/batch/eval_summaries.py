@@ -24,7 +24,7 @@ from verdictflow.evaluators.policy import Policy
 from verdictflow.evaluators.summary_judges.rubric import METRICS
 from verdictflow.evaluators.summary_judges.verdicts import JudgeContext, Parser
 from verdictflow.exceptions import VerdictflowError
-from verdictflow.input_files import event_records
+from verdictflow.input_files import event_records, source_name
 from verdictflow.models.codec import DEFAULT_MAX_EVENT_BYTES
 from verdictflow.models.verdicts import JudgeVerdict, Verdict, VerdictKind
 from verdictflow.pipelines.summaries import MAX_BATCH, judge_records
@@ -105,13 +105,13 @@ def run_cli(
     # off a terminal rich still ends a live display with a newline: a blank line among the
     # dead letters (JSON lines) on stderr
     with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:
-        task = bar.add_task(f"judging {file.name}", total=len(lines))
+        task = bar.add_task(f"judging {source_name(file)}", total=len(lines))
         for dead, value in evaluate_summaries(
             lines,
             parse,
             ctx,
             judges=choices[judge] if judge else None,
-            source=str(file),
+            source=source_name(file),
             progress=lambda n: bar.update(task, completed=n),
             faithfulness=scoring,
         ):
