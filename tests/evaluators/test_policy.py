@@ -23,6 +23,18 @@ def test_file_overrides_and_digest_tracks_effective_config(tmp_path):
     assert load_policy(stricter).groundedness.threshold == 0.9
 
 
+@pytest.mark.parametrize("encoding", ["utf-8-sig", "utf-16"])
+def test_a_policy_saved_by_windows_tools_reads_as_the_same_policy(tmp_path, encoding):
+    """Notepad's UTF-8 with a BOM, PowerShell 5's UTF-16: YAML reads either from the bytes
+    (UTF-16 was a UnicodeDecodeError traceback)."""
+    path = tmp_path / "policy.yaml"
+    path.write_bytes("groundedness:\r\n  threshold: 0.9\r\n".encode(encoding))
+    assert load_policy(path).groundedness.threshold == 0.9
+    path.write_bytes(b"groundedness: \xff\n")
+    with pytest.raises(PolicyError, match="not valid YAML"):
+        load_policy(path)
+
+
 def test_tokenizer_option_changes_digest():
     assert Policy(tokenizer={"remove_stopwords": True}).digest() != Policy().digest()
 

@@ -77,7 +77,7 @@ class Users:
 def load_users(path: Path | str) -> Users:
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = yaml.safe_load(path.read_bytes()) or {}
     except OSError as exc:
         raise UsersFileError(f"cannot read users file {path}: {exc.strerror}") from None
     except yaml.YAMLError as exc:
@@ -119,7 +119,7 @@ def add_user(path: Path, name: str, role: Role) -> str:
     data: dict[str, Any] = {"users": {}}
     if path.exists():
         load_users(path)  # refuse to rewrite a broken file
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {"users": {}}
+        data = yaml.safe_load(path.read_bytes()) or {"users": {}}
     token = secrets.token_urlsafe(32)
     data["users"][name] = {"role": role, "token_sha256": token_digest(token)}
     _user(path, name, data["users"][name])
@@ -131,7 +131,7 @@ def remove_user(path: Path, name: str) -> bool:
     users = load_users(path)
     if name not in users.by_name:
         return False
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data = yaml.safe_load(path.read_bytes())
     del data["users"][name]
     _write(path, data)
     return True

@@ -248,7 +248,7 @@ def load_policy(path: Path | str | None) -> Policy:
         return Policy()
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.safe_load(path.read_bytes())
     except OSError as exc:
         raise PolicyError(f"cannot read policy file {path}: {exc.strerror}") from None
     except yaml.YAMLError as exc:

@@ -158,7 +158,7 @@ def config_digest(config: RetrieverConfig, quality_digest: str | None) -> str:
 def load_config(path: Path) -> LoadedConfig:
     """Read and validate a config file; every problem is one :class:`RQInputError` line."""
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yaml.safe_load(path.read_bytes())
     except (OSError, UnicodeDecodeError) as exc:
         raise RQInputError(f"cannot read config {path}: {exc}") from None
     except yaml.YAMLError as exc:
