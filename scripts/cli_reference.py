@@ -174,7 +174,8 @@ def render() -> str:
         "file with its mark is read as such (PowerShell 5's `>`), and a line ends at "
         '"\\n", "\\r\\n" or "\\r" only, never at a U+2028 or U+0085 inside a JSON string '
         "(`verdictflow/input_files.py`). An events file (`eval answers`, `eval summaries`, "
-        "`replay`) may also be one JSON array of events, or one event spread over lines, as "
+        "`replay`, a `calibrate` golden set) may also be one JSON array of events, or one event "
+        "spread over lines, as "
         "`POST /v1/answers` takes; `-` reads it from standard input.",
         "",
         "| command | summary |",

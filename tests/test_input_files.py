@@ -128,3 +128,9 @@ def test_an_events_file_may_be_jsonl_one_json_array_or_one_pretty_printed_event(
     ]:
         path.write_bytes(body)
         assert event_records(path) == expected, body
+    golden = [{"id": "a1", "answer": "x", "contexts": ["x"], "label": "pass"},
+              {"id": "a2", "answer": "y", "contexts": ["x"], "label": "fail"}]  # fmt: skip
+    path.write_bytes(orjson.dumps(golden, option=orjson.OPT_INDENT_2))  # calibrate's too
+    as_array = read_golden(path, "groundedness")
+    path.write_bytes(b"".join(orjson.dumps(row) + b"\n" for row in golden))
+    assert as_array.events == read_golden(path, "groundedness").events

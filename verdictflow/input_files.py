@@ -56,11 +56,6 @@ WIDE_MARKS = (
 )
 
 
-def split_lines(data: bytes, source: object = "the file") -> list[bytes]:
-    """:func:`file_lines` of a file's bytes already read (``source`` names it in errors)."""
-    return utf8(data, source).splitlines()
-
-
 class InputFileError(VerdictflowError):
     """A file whose byte order mark names an encoding its bytes are not in."""
 

@@ -30,7 +30,7 @@ from verdictflow.evaluators.drift import score_reference
 from verdictflow.evaluators.kinds import DEFER_SCORE, KindSpec
 from verdictflow.evaluators.perturb import ALL_PERTURBATIONS, perturbations_of
 from verdictflow.evaluators.policy import CalibrationRecord, Policy
-from verdictflow.input_files import split_lines
+from verdictflow.input_files import event_records
 from verdictflow.models.codec import summarize_validation_error
 from verdictflow.scoring_jobs.calibration.kinds import (
     BatchScorer,
@@ -68,7 +68,7 @@ def read_golden(path: Path, kind: str) -> GoldenSet:
     model = spec_for(kind).event_model
     events, positives, groups = [], [], []
     raw = path.read_bytes()
-    for n, line in enumerate(split_lines(raw, path), start=1):
+    for n, line in enumerate(event_records(path), start=1):  # a line, or an array's item
         if not line.strip():
             continue
         try:
