@@ -121,7 +121,13 @@ def event_records(path: Path) -> list[bytes]:
     spreads over its lines. A file that is none of these is read as JSONL, so each bad line is
     its own dead letter."""
     raw = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()
-    data = utf8(raw, source_name(path))
+    return records_of(raw, source_name(path))
+
+
+def records_of(raw: bytes, source: object = "the file") -> list[bytes]:
+    """:func:`event_records` of an events file's bytes already read (``source`` names it in
+    errors)."""
+    data = utf8(raw, source)
     lines = data.splitlines()
     first = next((line for line in lines if line.strip()), b"").strip()
     if first.startswith(b"[") or (first.startswith(b"{") and not _json(first)):

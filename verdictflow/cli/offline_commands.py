@@ -39,10 +39,7 @@ FAITHFULNESS_SETS = (
 
 
 def eval_answers(
-    file: Annotated[
-        Path,
-        EventsFile("AnswerEvents"),
-    ],
+    file: Annotated[Path, EventsFile("AnswerEvents")],
     policy: PolicyOpt = None,
     fmt: Annotated[str, typer.Option("--format", help="jsonl (verdicts) or table")] = "jsonl",
     idf_stats: IdfStatsOpt = "default",
@@ -156,10 +153,7 @@ def _scored_with_progress(
 
 
 def eval_summaries(
-    file: Annotated[
-        Path,
-        EventsFile("SummaryEvents"),
-    ],
+    file: Annotated[Path, EventsFile("SummaryEvents")],
     judge: Annotated[
         str | None, typer.Option(help="twin_lock, judge_lock or both (default: each event's)")
     ] = None,

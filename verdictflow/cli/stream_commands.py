@@ -129,10 +129,7 @@ def migrate_tables(
 
 
 def replay(
-    file: Annotated[
-        Path,
-        EventsFile("events"),
-    ],
+    file: Annotated[Path, EventsFile("events")],
     topic: Annotated[str, typer.Option(help="Topic, short (answers) or full name")] = "answers",
     broker: BrokerOpt = None,
     prefix: PrefixOpt = None,

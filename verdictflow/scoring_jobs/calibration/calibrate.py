@@ -30,7 +30,7 @@ from verdictflow.evaluators.drift import score_reference
 from verdictflow.evaluators.kinds import DEFER_SCORE, KindSpec
 from verdictflow.evaluators.perturb import ALL_PERTURBATIONS, perturbations_of
 from verdictflow.evaluators.policy import CalibrationRecord, Policy
-from verdictflow.input_files import event_records
+from verdictflow.input_files import records_of
 from verdictflow.models.codec import summarize_validation_error
 from verdictflow.scoring_jobs.calibration.kinds import (
     BatchScorer,
@@ -67,8 +67,8 @@ def read_golden(path: Path, kind: str) -> GoldenSet:
     """Parse a golden set for ``kind``, or raise :class:`CalibrationError` naming the line."""
     model = spec_for(kind).event_model
     events, positives, groups = [], [], []
-    raw = path.read_bytes()
-    for n, line in enumerate(event_records(path), start=1):  # a line, or an array's item
+    raw = path.read_bytes()  # read once: its records, and the set's digest
+    for n, line in enumerate(records_of(raw, path), start=1):  # a line, or an array's item
         if not line.strip():
             continue
         try:
