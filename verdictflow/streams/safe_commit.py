@@ -106,6 +106,7 @@ from faust.utils.functional import consecutive_numbers
 
 from verdictflow.exceptions import InvalidEvent
 from verdictflow.models.codec import encode
+from verdictflow.streams.quick_handoff import QuickHandoff
 from verdictflow.streams.records import Record, dead_letter
 
 logger = logging.getLogger(__name__)
@@ -114,7 +115,7 @@ logger = logging.getLogger(__name__)
 MAX_REREADS = 3
 
 
-class SafeCommitConsumer(faust_aiokafka.Consumer):  # type: ignore[misc]
+class SafeCommitConsumer(QuickHandoff, faust_aiokafka.Consumer):  # type: ignore[misc]
     """Faust's aiokafka consumer with a commit rule that cannot skip an unprocessed record."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

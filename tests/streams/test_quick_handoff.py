@@ -1,0 +1,104 @@
+"""The fetch loop's quick hand-over gives what mode's ``wait_first`` gives, case by case.
+
+Each case runs against mode's own ``Service.wait_first`` and against :class:`QuickHandoff`
+(as the worker consumer inherits it), with Faust's arguments: the record's hand-over and the
+flow-suspension wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from typing import Any
+
+import pytest
+from mode import Service
+from mode.utils.locks import Event
+
+from verdictflow.streams.quick_handoff import QuickHandoff
+from verdictflow.streams.safe_commit import SafeCommitConsumer
+
+
+class Plain(Service):  # type: ignore[misc]
+    """mode's ``wait_first``, as Faust's consumer had it."""
+
+
+class Quick(QuickHandoff, Plain):
+    pass
+
+
+def outcome(results: Any, handing_on: Any, flow: Any) -> tuple[list[str], list[Any], bool]:
+    names = {id(handing_on): "handing_on", id(flow): "flow"}
+    return [names[id(w)] for w in results.done], list(results.results), results.stopped
+
+
+async def run_case(
+    service: Service, scenario: str
+) -> tuple[tuple[list[str], list[Any], bool] | str, list[str]]:
+    """(what ``wait_first`` returned or raised, what happened to the hand-over)."""
+    flow_event, buffer_has_room = Event(), Event()
+    happened: list[str] = []
+
+    async def hand_on() -> str:
+        if scenario in {"blocked", "blocked_then_room"}:
+            try:
+                await buffer_has_room.wait()
+            except asyncio.CancelledError:
+                happened.append("cancelled")
+                raise
+        if scenario == "fails":
+            raise ValueError("bad record")
+        happened.append("handed on")
+        return "ok"
+
+    if scenario == "stopped":
+        service._stopped.set()
+    handing_on, flow = hand_on(), flow_event.wait()
+    waiting = asyncio.ensure_future(service.wait_first(handing_on, flow))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    if scenario == "blocked":
+        flow_event.set()  # a rebalance suspends the flow while the buffer is full
+    if scenario == "blocked_then_room":
+        buffer_has_room.set()
+    try:
+        result: tuple[list[str], list[Any], bool] | str = outcome(await waiting, handing_on, flow)
+    except ValueError as exc:
+        result = f"raised {exc}"
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert inspect.getcoroutinestate(flow) == inspect.CORO_CLOSED  # no "never awaited"
+    return result, happened
+
+
+@pytest.mark.parametrize("scenario", ["room", "blocked", "blocked_then_room", "fails", "stopped"])
+async def test_each_case_ends_as_with_modes_wait_first(scenario: str) -> None:
+    expected = await run_case(Plain(), scenario)
+    assert await run_case(Quick(), scenario) == expected
+    if scenario == "blocked":  # the point of the flow wait: a blocked hand-over is dropped
+        assert expected == ((["flow"], [True], False), ["cancelled"])
+    if scenario == "room":
+        assert expected == ((["handing_on"], ["ok"], False), ["handed on"])
+
+
+async def test_a_hand_over_with_room_starts_no_other_task(monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[Any] = []
+    real = asyncio.ensure_future
+
+    def counting(coro: Any, **kwargs: Any) -> Any:
+        started.append(coro)
+        return real(coro, **kwargs)
+
+    async def hand_on() -> str:
+        return "ok"
+
+    monkeypatch.setattr(asyncio, "ensure_future", counting)
+    await Quick().wait_first(hand_on(), Event().wait())
+    assert len(started) == 1
+    started.clear()
+    await Plain().wait_first(hand_on(), Event().wait())
+    assert len(started) == 4  # what each record cost before
+
+
+def test_the_worker_consumer_hands_on_quickly() -> None:
+    assert issubclass(SafeCommitConsumer, QuickHandoff)
