@@ -51,20 +51,38 @@ class BackgroundStats:
     source: str = ""
     digest: str = field(init=False)
     _idf_by_df: dict[int, float] = field(init=False, repr=False, compare=False)
+    #: Weights of background terms already asked for (at most one per term of ``df``).
+    _idf_by_term: dict[str, float] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "digest", hashlib.sha256(self.to_json()).hexdigest())
         object.__setattr__(self, "_idf_by_df", {})
+        object.__setattr__(self, "_idf_by_term", {})
 
     def idf(self, term: str) -> float:
         """scikit-learn's smooth IDF; a term never seen in the background weighs the most.
         Memoised by document frequency (a few thousand distinct values at most): the same
         arithmetic on the same numbers, without a logarithm per term per answer."""
+        weight = self._idf_by_term.get(term)
+        if weight is not None:
+            return weight
         df = self.df.get(term, 0)
         weight = self._idf_by_df.get(df)
         if weight is None:
             weight = self._idf_by_df[df] = math.log((1 + self.n_docs) / (1 + df)) + 1.0
+        if df:  # bounded by the background's vocabulary; unseen terms are not kept
+            self._idf_by_term[term] = weight
         return weight
+
+    def weights(self, counts: Mapping[str, int]) -> dict[str, float]:
+        """``count * idf`` of each term, looked up in one pass (the lexical tier weighs two
+        texts an answer)."""
+        known, idf = self._idf_by_term.get, self.idf
+        out = {}
+        for term, n in counts.items():
+            weight = known(term)
+            out[term] = n * (weight if weight is not None else idf(term))
+        return out
 
     def to_json(self) -> bytes:
         """Canonical bytes (sorted keys): the digest is over these, whatever the file's gzip."""
@@ -122,9 +140,9 @@ def build_background_stats(
 def tfidf_vector(text: str, stats: BackgroundStats | None) -> dict[str, float]:
     """L2-normalised TF-IDF weights of ``text`` (empty when it has no non-stop word)."""
     counts = Counter(analyze(text))
-    weights = {
-        term: n * (stats.idf(term) if stats is not None else 1.0) for term, n in counts.items()
-    }
+    weights = (
+        stats.weights(counts) if stats is not None else {t: n * 1.0 for t, n in counts.items()}
+    )
     norm = math.sqrt(math.fsum(w * w for w in weights.values()))
     return {term: w / norm for term, w in weights.items()} if norm > 0 else {}
 
