@@ -120,8 +120,9 @@ def _find_claim(anchor: Anchor, index: EvidenceIndex) -> tuple[Support, Span | N
 
 
 def _find_term(anchor: Anchor, index: EvidenceIndex) -> Span | None:
+    words = anchor.words
     for sentence in index.sentences:
-        if any(word in sentence.terms for word in anchor.words):
+        if not sentence.terms.isdisjoint(words):  # a set operation, not a generator per sentence
             return sentence.start, sentence.end
     return None
 

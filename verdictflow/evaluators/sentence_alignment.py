@@ -65,17 +65,21 @@ class SentenceCoverage:
         # The best window without word i holds ``top`` words unless every window holding
         # ``top`` holds i as well (then ``top - 1``).
         in_every_top = np.bitwise_and.reduce(self.windows[:, counts == top], axis=1)
+        # each word's bit in each window, all words at once (a loop per word cost ~20 us each)
+        position = np.arange(n)
+        rows, bits = position // _BITS, (position % _BITS).astype(np.uint64)
+        one = np.uint64(1)
+        holding = ((self.windows[rows] >> bits[:, np.newaxis]) & one).astype(bool)
+        found = holding.any(axis=1).tolist()
+        around = (np.where(holding, counts, -1).max(axis=1) - 1).tolist()
+        every = ((in_every_top[rows] >> bits) & one).astype(bool).tolist()
         out = []
         for i in range(n):
-            word, bit = divmod(i, _BITS)
-            mask = np.uint64(1 << bit)
-            holding = (self.windows[word] & mask) != 0
-            if not holding.any():  # found nowhere: a novel word, counted elsewhere
+            if not found[i]:  # found nowhere: a novel word, counted elsewhere
                 out.append(0.0)
                 continue
-            around = int(counts[holding].max()) - 1
-            best_without = top - 1 if in_every_top[word] & mask else top
-            out.append(max(0, best_without - around) / (n - 1))
+            best_without = top - 1 if every[i] else top
+            out.append(max(0, best_without - around[i]) / (n - 1))
         return out
 
 
