@@ -70,9 +70,9 @@ class SentenceCoverage:
         rows, bits = position // _BITS, (position % _BITS).astype(np.uint64)
         one = np.uint64(1)
         holding = ((self.windows[rows] >> bits[:, np.newaxis]) & one).astype(bool)
-        found = holding.any(axis=1).tolist()
-        around = (np.where(holding, counts, -1).max(axis=1) - 1).tolist()
-        every = ((in_every_top[rows] >> bits) & one).astype(bool).tolist()
+        found: list[bool] = np.logical_or.reduce(holding, axis=1).tolist()
+        around: list[int] = (np.where(holding, counts, -1).max(axis=1) - 1).tolist()
+        every: list[bool] = ((in_every_top[rows] >> bits) & one).astype(bool).tolist()
         out = []
         for i in range(n):
             if not found[i]:  # found nowhere: a novel word, counted elsewhere
