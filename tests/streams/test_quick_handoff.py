@@ -102,3 +102,26 @@ async def test_a_hand_over_with_room_starts_no_other_task(monkeypatch: pytest.Mo
 
 def test_the_worker_consumer_hands_on_quickly() -> None:
     assert issubclass(SafeCommitConsumer, QuickHandoff)
+
+
+@pytest.mark.parametrize("service", [Plain, Quick])
+async def test_a_fetch_loop_cancelled_mid_hand_over_leaves_nothing_running(service: type) -> None:
+    """The worker stopping cancels the fetch loop while a record is being handed on: the
+    hand-over must not go on by itself afterwards, and the flow wait must not leak."""
+    buffer_has_room, happened = Event(), []
+
+    async def hand_on() -> None:
+        await buffer_has_room.wait()
+        happened.append("handed on")
+
+    flow = Event().wait()
+    waiting = asyncio.ensure_future(service().wait_first(hand_on(), flow))
+    await asyncio.sleep(0)  # wait_first has started the hand-over and is waiting
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    buffer_has_room.set()
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert happened == []
+    assert inspect.getcoroutinestate(flow) == inspect.CORO_CLOSED

@@ -61,8 +61,9 @@ class BackgroundStats:
 
     def idf(self, term: str) -> float:
         """scikit-learn's smooth IDF; a term never seen in the background weighs the most.
-        Memoised by document frequency (a few thousand distinct values at most): the same
-        arithmetic on the same numbers, without a logarithm per term per answer."""
+        Memoised by document frequency (a few thousand distinct values at most) and, for the
+        background's own terms, by term: the same arithmetic on the same numbers, without a
+        logarithm or two lookups per term per answer."""
         weight = self._idf_by_term.get(term)
         if weight is not None:
             return weight

@@ -15,18 +15,16 @@ is neither stopped nor crashed, that is the result ``wait_first`` would have giv
 starting the three waits. Otherwise (the hand-over is blocked, or the consumer is stopping) the
 task goes through mode's own ``wait_first`` with the flow event, so a blocked hand-over is
 cancelled on a suspension exactly as before. An exception of the hand-over propagates as it
-did. Any other call (a timeout, other arguments) goes to mode unchanged.
+did, and a fetch loop cancelled meanwhile cancels the hand-over, as mode's does. Any other
+call (a timeout, other arguments) goes to mode unchanged.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 from typing import Any
 
 from mode.services import WaitResults
-
-logger = logging.getLogger(__name__)
 
 
 class QuickHandoff:
@@ -38,7 +36,12 @@ class QuickHandoff:
             return await super().wait_first(*coros, timeout=timeout)  # type: ignore[misc,no-any-return]
         handing_on, flow_suspended = coros
         task = asyncio.ensure_future(handing_on)
-        await asyncio.sleep(0)  # the task's first step runs before this one resumes
+        try:
+            await asyncio.sleep(0)  # the task's first step runs before this one resumes
+        except BaseException:  # the fetch loop cancelled meanwhile: as mode, leave nothing behind
+            task.cancel()
+            flow_suspended.close()
+            raise
         if task.done() and not (self._stopped.is_set() or self._crashed.is_set()):  # type: ignore[attr-defined]
             flow_suspended.close()  # never started: closed, no "never awaited" warning
             return WaitResults([handing_on], [task.result()], False)
