@@ -25,18 +25,14 @@ from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
-import orjson
-
 from verdictflow.evaluators.checker_chunks import PAIR_TRUNCATION
-from verdictflow.judge_tier.backends import BackendError, LocalBackend
+from verdictflow.judge_tier.backends import BackendError
 from verdictflow.judge_tier.claim_checks import (
+    ClaimCheckBackend,
     PairCache,
     cpu_kernels,
-    judge_answer,
-    too_many_claims,
 )
 from verdictflow.judge_tier.pair_window import PairWindow
-from verdictflow.models.events import AnswerEvent
 
 #: P(supported) from which a claim counts as supported.
 SUPPORTED_AT = 0.5
@@ -132,8 +128,10 @@ class CheckerModel:
         return [1.0 / (1.0 + math.exp(-float(x))) for x in logits[0][:, 0]]
 
 
-class CheckerBackend(LocalBackend):
+class CheckerBackend(ClaimCheckBackend):
     """The judge tier's backend over :class:`CheckerModel` (see the module doc)."""
+
+    _model: CheckerModel
 
     name = "checker"
     prompt_version = "checker-chunks/1"
@@ -145,9 +143,3 @@ class CheckerBackend(LocalBackend):
             raise BackendError(f"{directory}: the shipped checker has no model card")
         self._model = CheckerModel(directory, threads)
         self.model = f"{directory.name}@{self._model.digest[:16]}"
-
-    def too_long(self, event: AnswerEvent) -> str | None:
-        return too_many_claims(event, self.name)
-
-    def _judge(self, event: AnswerEvent) -> str:
-        return orjson.dumps(judge_answer(self._model, event)).decode()

@@ -24,6 +24,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+import orjson
+
 from verdictflow.evaluators import text_normalise
 from verdictflow.evaluators.checker_chunks import (
     TOP_CHUNKS,
@@ -32,6 +34,7 @@ from verdictflow.evaluators.checker_chunks import (
     cut_claim,
     top_chunks,
 )
+from verdictflow.judge_tier.backends import LocalBackend
 from verdictflow.models.events import AnswerEvent
 
 #: The most claims (sentences) of one answer a local model judges: each costs up to
@@ -146,3 +149,17 @@ def judge_answer(model: PairModel, event: AnswerEvent) -> dict[str, Any]:
             }
         )  # fmt: skip
     return {"claims": out, "supported_at": model.supported_at, "runtime": model.runtime}
+
+
+class ClaimCheckBackend(LocalBackend):
+    """A judge backend over a local (chunk, claim) model (set by the subclass as ``_model``):
+    the claim cap and the claim-by-claim reply, the same for every such model."""
+
+    name: str
+    _model: PairModel
+
+    def too_long(self, event: AnswerEvent) -> str | None:
+        return too_many_claims(event, self.name)
+
+    def _judge(self, event: AnswerEvent) -> str:
+        return orjson.dumps(judge_answer(self._model, event)).decode()

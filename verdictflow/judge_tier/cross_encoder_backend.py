@@ -21,17 +21,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from verdictflow.judge_tier.backends import BackendError, LocalBackend
+from verdictflow.judge_tier.backends import BackendError
 from verdictflow.judge_tier.claim_checks import (
+    ClaimCheckBackend,
     PairCache,
     cpu_kernels,
-    judge_answer,
-    too_many_claims,
 )
 from verdictflow.judge_tier.pair_window import PairWindow
-from verdictflow.models.events import AnswerEvent
 
 #: Probability from which a cross-encoder's pair counts as supported.
 SUPPORTED_AT = 0.5
@@ -90,8 +86,10 @@ class CrossEncoderModel:
         return exps[entail] / sum(exps)
 
 
-class CrossEncoderBackend(LocalBackend):
+class CrossEncoderBackend(ClaimCheckBackend):
     """A local cross-encoder (see the module doc); scored in a thread, one answer at a time."""
+
+    _model: CrossEncoderModel
 
     name = "cross-encoder"
     prompt_version = "cross-encoder-chunks/2"
@@ -107,9 +105,3 @@ class CrossEncoderBackend(LocalBackend):
             digest.update(file.relative_to(path).as_posix().encode())  # identity: the bytes
             digest.update(hashlib.sha256(file.read_bytes()).digest())
         self.model = f"{path.name}@{digest.hexdigest()[:16]}"
-
-    def too_long(self, event: AnswerEvent) -> str | None:
-        return too_many_claims(event, self.name)
-
-    def _judge(self, event: AnswerEvent) -> str:
-        return orjson.dumps(judge_answer(self._model, event)).decode()
