@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from verdictflow.evaluators.text_normalise import clean, normalise
+from verdictflow.evaluators.text_normalise import _needs_work, clean, normalise
 from verdictflow.evaluators.tokenize import Tokenizer
 
 
@@ -68,6 +68,15 @@ def test_the_result_is_stable_and_its_spans_are_in_range(text: str) -> None:
     for start in range(len(result.text) + 1):
         first, last = result.original_span(start, len(result.text))
         assert 0 <= first <= last <= len(text)
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=0x2FF), max_size=40))
+def test_plain_text_is_told_apart_from_text_that_needs_work(text: str) -> None:
+    """The byte check finds exactly what a search for a character outside printable ASCII,
+    tab, LF and CR finds (controls, DEL and any non-ASCII letter included)."""
+    assert _needs_work(text) == bool(re.search(r"[^\t\n\r\x20-\x7e]", text))
+    if not _needs_work(text):
+        assert normalise(text).text is text
 
 
 def test_the_tokenizer_version_names_the_normalisation() -> None:

@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import UTC
+from enum import Enum
+
 import orjson
 import pytest
 from hypothesis import given, settings
@@ -119,3 +123,51 @@ def test_encode_writes_what_orjson_wrote_before(score: float | None, evidence: d
         config_digest="c", tokenizer_version="t",
     )  # fmt: skip
     assert encode(verdict) == orjson.dumps(verdict.model_dump(mode="json"))
+
+
+class _Colour(Enum):
+    RED = "red"
+
+
+@dataclass(frozen=True)
+class _Span:
+    start: int
+    end: int
+
+
+#: Values whose JSON a writer could get wrong: pydantic-core's is the reference.
+_AWKWARD = (
+    _JSON_LEAF
+    | st.integers()  # past 64 bits too
+    | st.sets(st.integers(0, 9), max_size=3)
+    | st.tuples(st.integers(), st.text())
+    | st.datetimes(timezones=st.none() | st.just(UTC))
+    | st.dates()
+    | st.uuids()
+    | st.builds(_Span, st.integers(), st.integers())
+    | st.sampled_from([_Colour.RED, Decision.FAIL, ReasonCode.NO_QUERY])
+    | st.dictionaries(st.integers(0, 9), st.text(), max_size=2)  # keys that are not strings
+)
+
+
+@given(
+    score=st.none() | st.floats(),
+    evidence=st.dictionaries(st.text(), _AWKWARD | st.lists(_AWKWARD, max_size=3), max_size=4),
+    copied=st.booleans(),
+)
+@settings(max_examples=300)
+def test_a_verdict_is_written_as_pydantic_core_writes_it(
+    score: float | None, evidence: dict, copied: bool
+) -> None:
+    """orjson writes verdicts in the lexical tier (issue 41): byte for byte pydantic-core's JSON
+    for any evidence, handing over to pydantic-core where it cannot be sure."""
+    verdict = Verdict(
+        verdict_id="v", kind=VerdictKind.RELEVANCE, input_id="a\u2028é\x00\x7f", score=score,
+        threshold=0.5, decision=Decision.DEFER,
+        reasons=[Reason(code=ReasonCode.NO_QUERY, detail="q\n\t\"\\"), Reason(
+            code=ReasonCode.TOPIC_DRIFT, detail="ü")], evidence=evidence,
+        config_digest="c", tokenizer_version="t", tenant="t1", event_ts=1.5,
+    )  # fmt: skip
+    if copied:  # as scorers give evidence back in the original text's offsets
+        verdict = verdict.model_copy(update={"evidence": {"changed": True, **evidence}})
+    assert encode(verdict) == Verdict.__pydantic_serializer__.to_json(verdict)

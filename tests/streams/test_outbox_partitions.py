@@ -1,11 +1,15 @@
-"""Batched output records land on the partition ``producer.send`` would have picked."""
+"""Batched output records land on the partition ``producer.send`` would have picked, by a
+murmur2 of our own that gives aiokafka's value."""
 
 from __future__ import annotations
 
 import pytest
-from aiokafka.partitioner import DefaultPartitioner
+from aiokafka.partitioner import DefaultPartitioner, murmur2
+from hypothesis import given
+from hypothesis import strategies as st
 
 from verdictflow.streams.outbox import FaustOutbox
+from verdictflow.streams.records import kafka_murmur2
 
 
 class _Producer:
@@ -56,3 +60,9 @@ async def test_keys_go_where_the_default_partitioner_sends_them(partitions: set[
     for partition in ordered:  # order kept within a partition, across full batches
         sent = [k for _, p, batch in producer.sent if p == partition for k in batch]
         assert sent == [k for k in keys if expected[k] == partition]
+
+
+@given(st.binary(max_size=80))
+def test_kafka_murmur2_is_aiokafkas(key: bytes) -> None:
+    """The word-at-a-time murmur2 gives aiokafka's value for every key, every tail length."""
+    assert kafka_murmur2(key) == murmur2(key)

@@ -13,7 +13,7 @@ nothing was normalised (the common case) the evidence is returned as it is.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from verdictflow.evaluators.text_normalise import NormalisedText, normalise
@@ -26,10 +26,12 @@ class TextMaps:
 
     answer: NormalisedText
     contexts: tuple[NormalisedText, ...]
+    #: Whether any of them was changed; asked once per verdict, so worked out once.
+    changed: bool = field(init=False)
 
-    @property
-    def changed(self) -> bool:
-        return self.answer.changed or any(c.changed for c in self.contexts)
+    def __post_init__(self) -> None:
+        changed = self.answer.changed or any(c.changed for c in self.contexts)
+        object.__setattr__(self, "changed", changed)
 
 
 def normalised_event(event: AnswerEvent) -> tuple[AnswerEvent, TextMaps]:

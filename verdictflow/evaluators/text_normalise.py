@@ -15,7 +15,7 @@ terminal colour codes (ANSI escape sequences). Inside a word they split it ("c\\
 - the rest is put in Unicode NFKC (compatibility forms folded: full-width letters, ligatures,
   the non-breaking space), one character and its combining marks at a time.
 
-Printable ASCII passes through untouched (one regular-expression check), so the spec's worked
+Printable ASCII passes through untouched (one look at its bytes), so the spec's worked
 examples and every clean answer give the same bytes as before. The result keeps a map to the
 original, so evidence offsets can be given in the original text
 (:meth:`NormalisedText.original_span`). The version string goes into the tokenizer versions,
@@ -43,8 +43,8 @@ _ANSI = (
 )
 #: Control characters that end a line or a field: a space, so words on either side stay apart.
 _TO_SPACE = "\x0b\x0c\x1c\x1d\x1e\x1f\x85"
-#: Anything that is not plain printable ASCII (or tab, LF, CR) needs a look.
-_NEEDS_WORK = re.compile(r"[^\t\n\r\x20-\x7e]")
+#: The bytes of plain text: printable ASCII, tab, LF and CR. Anything else needs a look.
+_PLAIN_BYTES = b"\t\n\r" + bytes(range(0x20, 0x7F))
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,8 +129,15 @@ def normalise(text: str) -> NormalisedText:
     return _memoised_normalise(text)
 
 
+def _needs_work(text: str) -> bool:
+    """Whether ``text`` holds anything but printable ASCII, tab, LF and CR. Deleting the plain
+    bytes and looking at what is left takes a quarter of the time of a regular-expression
+    search for the first other character (1.0 against 4.4 us for a 600-character context)."""
+    return not text.isascii() or bool(text.encode().translate(None, _PLAIN_BYTES))
+
+
 def _normalise(text: str) -> NormalisedText:
-    if not _NEEDS_WORK.search(text):
+    if not _needs_work(text):
         return NormalisedText(text, text)
     out: list[str] = []
     pieces: list[_Piece] = []
