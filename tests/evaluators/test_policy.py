@@ -1,10 +1,11 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
 from verdictflow.evaluators.policy import Policy, gate, load_policy
 from verdictflow.exceptions import PolicyError
-from verdictflow.models.verdicts import Decision, ReasonCode
+from verdictflow.models.verdicts import Decision, Reason, ReasonCode
 
 
 def test_defaults_without_file():
@@ -78,3 +79,13 @@ def test_gate_is_inclusive_at_threshold():
     decision, reason = gate(0.7999, 0.8)
     assert decision is Decision.FAIL
     assert reason.code is ReasonCode.BELOW_THRESHOLD
+
+
+def test_shared_reasons_are_the_reasons_asked_for_and_cannot_be_changed():
+    """Reasons are shared between verdicts (``policy.reason``): equal to a new one, frozen."""
+    first, again = gate(0.5, 0.8)[1], gate(0.5, 0.8)[1]
+    assert first is again
+    assert first == Reason(code=ReasonCode.BELOW_THRESHOLD, detail="score 0.5000 < 0.8000")
+    with pytest.raises(ValidationError):
+        first.detail = "changed"  # type: ignore[misc]
+    assert gate(0.6, 0.8)[1].detail == "score 0.6000 < 0.8000"

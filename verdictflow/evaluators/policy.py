@@ -15,6 +15,7 @@ figures for where they sit on HaluEval).
 from __future__ import annotations
 
 import hashlib
+from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -268,25 +269,29 @@ def load_policy(path: Path | str | None) -> Policy:
 def gate(score: float, threshold: float) -> tuple[Decision, Reason]:
     """PASS at or above threshold, FAIL below it."""
     if score >= threshold:
-        return Decision.PASS, Reason(
-            code=ReasonCode.AT_OR_ABOVE_THRESHOLD, detail=f"score {score:.4f} >= {threshold:.4f}"
+        return Decision.PASS, reason(
+            ReasonCode.AT_OR_ABOVE_THRESHOLD, f"score {score:.4f} >= {threshold:.4f}"
         )
-    return Decision.FAIL, Reason(
-        code=ReasonCode.BELOW_THRESHOLD, detail=f"score {score:.4f} < {threshold:.4f}"
-    )
+    return Decision.FAIL, reason(ReasonCode.BELOW_THRESHOLD, f"score {score:.4f} < {threshold:.4f}")
 
 
 def gate_at_most(score: float, threshold: float) -> tuple[Decision, Reason]:
     """For lower-is-better scores (hallucination): PASS at or below threshold, FAIL above."""
     if score <= threshold:
-        return Decision.PASS, Reason(
-            code=ReasonCode.AT_OR_BELOW_THRESHOLD, detail=f"score {score:.4f} <= {threshold:.4f}"
+        return Decision.PASS, reason(
+            ReasonCode.AT_OR_BELOW_THRESHOLD, f"score {score:.4f} <= {threshold:.4f}"
         )
-    return Decision.FAIL, Reason(
-        code=ReasonCode.ABOVE_THRESHOLD, detail=f"score {score:.4f} > {threshold:.4f}"
-    )
+    return Decision.FAIL, reason(ReasonCode.ABOVE_THRESHOLD, f"score {score:.4f} > {threshold:.4f}")
+
+
+@lru_cache(maxsize=8192)
+def reason(code: ReasonCode, detail: str) -> Reason:
+    """The reason ``(code, detail)``, shared: a verdict's reasons repeat (a single answer's
+    consistency DEFER, a score at four decimals against one threshold), a Reason is frozen, and
+    building one is a model validation (half a gate's time)."""
+    return Reason(code=code, detail=detail)
 
 
 def defer(code: ReasonCode, detail: str) -> tuple[Decision, Reason]:
     """Insufficient input: never PASS."""
-    return Decision.DEFER, Reason(code=code, detail=detail)
+    return Decision.DEFER, reason(code, detail)
