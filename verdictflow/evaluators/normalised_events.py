@@ -50,11 +50,7 @@ def normalised_event(event: AnswerEvent) -> tuple[AnswerEvent, TextMaps]:
     changed = TextMaps(answer, tuple(maps))
     query = normalise(event.query).text
     variants = [normalise(v).text for v in event.variants]
-    if (
-        not changed.changed
-        and query == event.query
-        and all(v == o for v, o in zip(variants, event.variants, strict=True))
-    ):
+    if not changed.changed and query == event.query and variants == event.variants:
         return event, changed
     update = {"answer": answer.text, "query": query, "contexts": contexts, "variants": variants}
     return event.model_copy(update=update), changed
