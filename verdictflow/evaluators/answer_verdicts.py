@@ -89,6 +89,17 @@ class VerdictMeta:
         _last_meta[0] = (event, meta)
         return meta
 
+    def verdict_fields(self) -> dict[str, Any]:
+        """These attributes as the verdict fields of the same names."""
+        return {
+            "model": self.model,
+            "tenant": self.tenant,
+            "group": self.group,
+            "event_ts": self.event_ts,
+            "trace_id": self.trace_id,
+            "span_id": self.span_id,
+        }
+
 
 #: The last event :meth:`VerdictMeta.of` was asked about, and its attributes (a pure
 #: function of a frozen event, so the memo cannot change a verdict).
@@ -143,12 +154,7 @@ def build_verdict(
         "config_digest": ctx.config_digest,
         "tokenizer_version": tokenizer_version or ctx.tokenizer.version,
         "environment_digest": ctx.environment_digest,
-        "model": meta.model,
-        "tenant": meta.tenant,
-        "group": meta.group,
-        "event_ts": meta.event_ts,
-        "trace_id": meta.trace_id,
-        "span_id": meta.span_id,
+        **meta.verdict_fields(),
     }
     verdict: Verdict = _validate_verdict(fields)
     return verdict

@@ -239,15 +239,7 @@ def build_verdict(
 
 
 def _meta(event: AnswerEvent) -> dict[str, Any]:
-    meta = VerdictMeta.of(event)
-    return {
-        "model": meta.model,
-        "tenant": meta.tenant,
-        "group": meta.group,
-        "event_ts": meta.event_ts,
-        "trace_id": meta.trace_id,
-        "span_id": meta.span_id,
-    }
+    return VerdictMeta.of(event).verdict_fields()
 
 
 def _unsupported_reason(claims: Sequence[CheckedClaim]) -> Reason:
