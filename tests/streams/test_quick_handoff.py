@@ -15,7 +15,7 @@ import pytest
 from mode import Service
 from mode.utils.locks import Event
 
-from verdictflow.streams.quick_handoff import QuickHandoff
+from verdictflow.streams.quick_handoff import QuickHandoff, _Started
 from verdictflow.streams.safe_commit import SafeCommitConsumer
 
 
@@ -40,13 +40,15 @@ async def run_case(
     happened: list[str] = []
 
     async def hand_on() -> str:
-        if scenario in {"blocked", "blocked_then_room"}:
+        if scenario in {"blocked", "blocked_then_room", "blocked_then_fails"}:
             try:
                 await buffer_has_room.wait()
             except asyncio.CancelledError:
                 happened.append("cancelled")
                 raise
-        if scenario == "fails":
+        if scenario == "yields":
+            await asyncio.sleep(0)  # a bare yield: the rest runs in a task, after a loop turn
+        if scenario in {"fails", "blocked_then_fails"}:
             raise ValueError("bad record")
         happened.append("handed on")
         return "ok"
@@ -59,7 +61,7 @@ async def run_case(
         await asyncio.sleep(0)
     if scenario == "blocked":
         flow_event.set()  # a rebalance suspends the flow while the buffer is full
-    if scenario == "blocked_then_room":
+    if scenario in {"blocked_then_room", "blocked_then_fails"}:
         buffer_has_room.set()
     try:
         result: tuple[list[str], list[Any], bool] | str = outcome(await waiting, handing_on, flow)
@@ -71,7 +73,10 @@ async def run_case(
     return result, happened
 
 
-@pytest.mark.parametrize("scenario", ["room", "blocked", "blocked_then_room", "fails", "stopped"])
+@pytest.mark.parametrize(
+    "scenario",
+    ["room", "blocked", "blocked_then_room", "blocked_then_fails", "yields", "fails", "stopped"],
+)
 async def test_each_case_ends_as_with_modes_wait_first(scenario: str) -> None:
     expected = await run_case(Plain(), scenario)
     assert await run_case(Quick(), scenario) == expected
@@ -81,7 +86,7 @@ async def test_each_case_ends_as_with_modes_wait_first(scenario: str) -> None:
         assert expected == ((["handing_on"], ["ok"], False), ["handed on"])
 
 
-async def test_a_hand_over_with_room_starts_no_other_task(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_hand_over_with_room_starts_no_task(monkeypatch: pytest.MonkeyPatch) -> None:
     started: list[Any] = []
     real = asyncio.ensure_future
 
@@ -94,7 +99,7 @@ async def test_a_hand_over_with_room_starts_no_other_task(monkeypatch: pytest.Mo
 
     monkeypatch.setattr(asyncio, "ensure_future", counting)
     await Quick().wait_first(hand_on(), Event().wait())
-    assert len(started) == 1
+    assert started == []  # its one step runs in the fetch loop's own
     started.clear()
     await Plain().wait_first(hand_on(), Event().wait())
     assert len(started) == 4  # what each record cost before
@@ -125,3 +130,25 @@ async def test_a_fetch_loop_cancelled_mid_hand_over_leaves_nothing_running(servi
         await asyncio.sleep(0)
     assert happened == []
     assert inspect.getcoroutinestate(flow) == inspect.CORO_CLOSED
+
+
+async def test_a_blocked_hand_over_cancelled_before_its_task_runs_is_cancelled_inside() -> None:
+    """The rest of a blocked hand-over runs in a task; a cancellation that reaches the task
+    before its first step must still reach the hand-over (its clean-up runs), as it would
+    have had the task run the hand-over from the start."""
+    room, happened = Event(), []
+
+    async def hand_on() -> None:
+        try:
+            await room.wait()
+        except asyncio.CancelledError:
+            happened.append("cancelled")
+            raise
+
+    coro = hand_on()
+    task = asyncio.ensure_future(_Started(coro, coro.send(None)))
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert happened == ["cancelled"]
+    assert inspect.getcoroutinestate(coro) == inspect.CORO_CLOSED
