@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from verdictflow.evaluators.policy import Policy, gate, load_policy
+from verdictflow.evaluators.policy import Policy, gate, load_policy, reason
 from verdictflow.exceptions import PolicyError
 from verdictflow.models.verdicts import Decision, Reason, ReasonCode
 
@@ -89,3 +89,8 @@ def test_shared_reasons_are_the_reasons_asked_for_and_cannot_be_changed():
     with pytest.raises(ValidationError):
         first.detail = "changed"  # type: ignore[misc]
     assert gate(0.6, 0.8)[1].detail == "score 0.6000 < 0.8000"
+    long = "the judge's reply: " + "x" * 500  # not kept: the shared reasons stay small
+    assert reason(ReasonCode.JUDGE_OUTPUT_INVALID, long) is not reason(
+        ReasonCode.JUDGE_OUTPUT_INVALID, long
+    )
+    assert reason(ReasonCode.JUDGE_OUTPUT_INVALID, long).detail == long

@@ -284,11 +284,23 @@ def gate_at_most(score: float, threshold: float) -> tuple[Decision, Reason]:
     return Decision.FAIL, reason(ReasonCode.ABOVE_THRESHOLD, f"score {score:.4f} > {threshold:.4f}")
 
 
-@lru_cache(maxsize=8192)
+#: Details up to this long are shared; longer ones (a judge's error, say) are not kept, so the
+#: shared reasons stay within ~8,192 short strings whatever the input.
+_SHARED_DETAIL_CHARS = 160
+
+
 def reason(code: ReasonCode, detail: str) -> Reason:
-    """The reason ``(code, detail)``, shared: a verdict's reasons repeat (a single answer's
-    consistency DEFER, a score at four decimals against one threshold), a Reason is frozen, and
-    building one is a model validation (half a gate's time)."""
+    """The reason ``(code, detail)``, shared when its detail is short: a verdict's reasons
+    repeat (a single answer's consistency DEFER, a score at four decimals against one
+    threshold), a Reason is frozen, and building one is a model validation (half a gate's
+    time)."""
+    if len(detail) > _SHARED_DETAIL_CHARS:
+        return Reason(code=code, detail=detail)
+    return _shared_reason(code, detail)
+
+
+@lru_cache(maxsize=8192)
+def _shared_reason(code: ReasonCode, detail: str) -> Reason:
     return Reason(code=code, detail=detail)
 
 
