@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from verdictflow.attribute_rules import faster_attribute_rules
 from verdictflow.exceptions import VerdictflowError
 
 logger = logging.getLogger(__name__)
@@ -166,6 +167,7 @@ def _fresh(components: tuple[str, ...]) -> Any:
     _split_glued_sentences(nlp)
     nlp.tokenizer = RunBoundedTokenizer(nlp.tokenizer)
     _index_tables_as_sets(nlp)
+    faster_attribute_rules(nlp)
     unused = [name for name in nlp.pipe_names if name not in components]
     if unused:
         nlp.select_pipes(disable=unused)
