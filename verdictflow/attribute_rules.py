@@ -6,15 +6,15 @@ answer of ~63 tokens, more than the tagger and the parser together). spaCy's ``M
 every rule at every token and calls its 20 set and regex predicates, written in Python, on
 every token (~600,000 predicate calls for 600 answers). The rules here read only a token's own
 attributes (``LOWER``, ``TAG``, ``DEP``, ``IS_SPACE``), so which of them a token satisfies is a
-function of those few values: it is worked out once per distinct combination and looked up
-after that.
+function of those few values: the tests a value passes are worked out once per attribute and
+value, a token's matches once per combination of values, and looked up after that.
 
 Only :meth:`AttributeRuler.match` is replaced; spaCy's own ``set_annotations`` still applies
 the matches, and :class:`RuleMatches` returns exactly the list the ruler's ``match`` returns
 (the same ``(rule, match id, start, end)`` tuples, deduplicated and sorted: later rules win),
 so every part of speech, lemma and morphology is the same
-(``tests/test_attribute_rules.py``; ``python scripts/check_attribute_rules.py`` over every text
-of ``../shared/data``). A ruler whose patterns use anything else (operators such as ``OP``,
+(``tests/test_attribute_rules.py``; ``python bench/attribute_rules.py`` over texts of every
+data set in ``../shared/data``). A ruler whose patterns use anything else (operators such as ``OP``,
 other attributes, comparisons) keeps spaCy's matching, as does a ruler given rules after this
 was built.
 """
@@ -30,8 +30,9 @@ logger = logging.getLogger(__name__)
 #: Token attributes a rule may test here: plain attributes, read by ``Doc.to_array`` exactly as
 #: the ``Matcher`` reads them (``get_token_attr``).
 SUPPORTED_ATTRS = ("ORTH", "LOWER", "NORM", "TAG", "DEP", "POS", "IS_SPACE")
-#: Distinct attribute combinations kept (a language's working vocabulary; cleared when full).
-CACHE_ENTRIES = 200_000
+#: Distinct attribute values, and combinations of them, kept (each table cleared when full): a
+#: working vocabulary's worth, at most ~15 MB of tables.
+CACHE_ENTRIES = 50_000
 
 
 #: A token's single-token matches (rule, match id), the longer patterns whose first token it
@@ -135,6 +136,8 @@ class RuleMatches:
             else:
                 self._other[test.column].append((i, test))
         self._passes: list[dict[int, frozenset[int]]] = [{} for _ in columns]
+        #: One object per distinct set of passed tests, shared by every value that passes it.
+        self._interned: dict[frozenset[int], frozenset[int]] = {}
         # Patterns by their first token's first test: a token is tried only on the patterns
         # whose first test it passes.
         self._single: dict[int, list[tuple[int, int, tuple[int, ...]]]] = {}
@@ -144,9 +147,10 @@ class RuleMatches:
                 self._single.setdefault(specs[0][0], []).append((rule, match_id, specs[0]))
             else:
                 self._longer.setdefault(specs[0][0], []).append((rule, match_id, specs))
-        #: By a token's attribute values: the single-token matches' (rule, match id), the
-        #: longer patterns whose first token it matches, and the ids of every test it passes.
-        self._by_values: dict[tuple[int, ...], _TokenMatches] = {}
+        #: By the tests a token's values pass, one set per attribute (a handful of distinct
+        #: combinations, however large the vocabulary): the single-token matches' (rule, match
+        #: id), the longer patterns whose first token it matches, and every test it passes.
+        self._by_passed: dict[tuple[frozenset[int], ...], _TokenMatches] = {}
 
     def __call__(self, doc: Any) -> list[tuple[int, int, int, int]]:
         if len(self._ruler.attrs) != self._rules:  # rules added since: spaCy's own matching
@@ -156,14 +160,22 @@ class RuleMatches:
             return []
         array = doc.to_array(self._attr_ids)
         columns = [array.tolist()] if array.ndim == 1 else [c.tolist() for c in array.T]
-        known = self._by_values
-        if len(known) >= CACHE_ENTRIES:
-            known.clear()
+        passed_by_column = []
+        for column, values in enumerate(columns):
+            known = self._passes[column].get  # an empty set is a value: no ``or`` here
+            row = []
+            for value in values:
+                seen = known(value)
+                row.append(self._passed(column, value) if seen is None else seen)
+            passed_by_column.append(row)
+        by_passed = self._by_passed
+        if len(by_passed) >= CACHE_ENTRIES:
+            by_passed.clear()
         tokens = []
-        for values in zip(*columns, strict=True):
-            found = known.get(values)
+        for passed in zip(*passed_by_column, strict=True):
+            found = by_passed.get(passed)
             if found is None:
-                found = known[values] = self._token_matches(values)
+                found = by_passed[passed] = self._token_matches(passed)
             tokens.append(found)
         matches = set()
         for i, (single, starts, _) in enumerate(tokens):
@@ -177,8 +189,8 @@ class RuleMatches:
                     matches.add((rule, match_id, i, i + width))
         return sorted(matches)
 
-    def _token_matches(self, values: tuple[int, ...]) -> _TokenMatches:
-        passed = frozenset().union(*(self._passed(c, v) for c, v in enumerate(values)))
+    def _token_matches(self, by_column: tuple[frozenset[int], ...]) -> _TokenMatches:
+        passed = frozenset().union(*by_column)
         single = [
             (rule, m)
             for first in passed
@@ -201,12 +213,13 @@ class RuleMatches:
             if len(known) >= CACHE_ENTRIES:
                 known.clear()
             strings = self._ruler.vocab.strings
-            found = known[value] = frozenset(
+            found = frozenset(
                 [
                     *self._equal.get((column, value), ()),
                     *(i for i, test in self._other[column] if test.passes(value, strings)),
                 ]
             )
+            found = known[value] = self._interned.setdefault(found, found)
         return found
 
 
