@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from verdictflow.attribute_rules import RuleMatches, faster_attribute_rules
+from verdictflow.attribute_rules import RuleMatches, UnsupportedRuleError, faster_attribute_rules
 from verdictflow.evaluators.answer_analysis import COMPONENTS
 from verdictflow.nlp import _import_model, import_spacy, load_pipeline
 
@@ -75,6 +75,10 @@ def test_a_pattern_it_cannot_match_leaves_spacys_matcher() -> None:
     ruler.add([[{"LOWER": "big"}, {"LOWER": "apple", "OP": "+"}]], {"LEMMA": "nyc"})
     assert faster_attribute_rules(nlp) is False
     assert not isinstance(ruler.match, RuleMatches)
+    any_token = import_spacy().blank("en").add_pipe("attribute_ruler")
+    any_token.add([[{"LOWER": "big"}, {}]], {"LEMMA": "nyc"})  # ``{}``: any token
+    with pytest.raises(UnsupportedRuleError):
+        RuleMatches(any_token)
 
 
 def test_rules_added_later_are_matched_by_spacy() -> None:

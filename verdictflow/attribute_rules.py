@@ -79,7 +79,7 @@ class RuleMatches:
         strings = ruler.vocab.strings
         columns: dict[str, int] = {}
         tests: dict[tuple[int, str, Any], int] = {}
-        self._tests: list[_Test] = []
+        found_tests: list[_Test] = []
 
         def test_id(attr: str, value: Any) -> int:
             if attr not in SUPPORTED_ATTRS:
@@ -107,12 +107,12 @@ class RuleMatches:
                 raise UnsupportedRuleError(f"value {value!r}")
             found = tests.get((column, kind, key))
             if found is None:
-                found = tests[(column, kind, key)] = len(self._tests)
-                self._tests.append(_Test(column, kind, arg))
+                found = tests[(column, kind, key)] = len(found_tests)
+                found_tests.append(_Test(column, kind, arg))
             return found
 
-        #: Per rule pattern: (rule, match id, each token's tests).
-        self._patterns: list[tuple[int, int, tuple[tuple[int, ...], ...]]] = []
+        # Per rule pattern: (rule, match id, each token's tests).
+        patterns: list[tuple[int, int, tuple[tuple[int, ...], ...]]] = []
         for rule, entry in enumerate(ruler.patterns):
             match_id = strings[str(rule)]
             for pattern in entry["patterns"]:
@@ -120,17 +120,17 @@ class RuleMatches:
                     raise UnsupportedRuleError("an empty pattern")
                 tokens = []
                 for spec in pattern:
-                    if not isinstance(spec, dict):
+                    if not isinstance(spec, dict) or not spec:  # ``{}``: any token
                         raise UnsupportedRuleError(f"token pattern {spec!r}")
                     tokens.append(tuple(test_id(str(a).upper(), v) for a, v in spec.items()))
-                self._patterns.append((rule, match_id, tuple(tokens)))
+                patterns.append((rule, match_id, tuple(tokens)))
         self._attr_ids = [getattr(spacy_attrs, name) for name in columns]
         # Every test reads one column, so which tests a value passes is worked out once per
         # (column, value); equality tests are found by the value they want, the rest (sets,
         # regular expressions: a few dozen) run on each new value.
         self._equal: dict[tuple[int, int], list[int]] = {}
         self._other: list[list[tuple[int, _Test]]] = [[] for _ in columns]
-        for i, test in enumerate(self._tests):
+        for i, test in enumerate(found_tests):
             if test.kind == "==":
                 self._equal.setdefault((test.column, test.value), []).append(i)
             else:
@@ -142,7 +142,7 @@ class RuleMatches:
         # whose first test it passes.
         self._single: dict[int, list[tuple[int, int, tuple[int, ...]]]] = {}
         self._longer: dict[int, list[tuple[int, int, tuple[tuple[int, ...], ...]]]] = {}
-        for rule, match_id, specs in self._patterns:
+        for rule, match_id, specs in patterns:
             if len(specs) == 1:
                 self._single.setdefault(specs[0][0], []).append((rule, match_id, specs[0]))
             else:
