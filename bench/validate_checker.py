@@ -14,6 +14,12 @@ cascade's score: each system's score mapped so its threshold sits at 0.5, then t
 rows take the checker's).
 
     python bench/validate_checker.py [--data ../shared/data] [--model DIR] [--json]
+    python bench/validate_checker.py --checker-scores agg-out.scores.json begin-out.scores.json
+
+``--checker-scores`` reads every row's checker score from files instead of running a model:
+what ``scripts/train_checker_device.py`` writes for a run validated on the sets it left out,
+so a checker fitted on a GPU machine (fp32 there, not the int8 export) is measured in the
+cascade, leave one set out, without its weights travelling back.
 """
 
 from __future__ import annotations
@@ -99,6 +105,18 @@ def evaluate(name: str, rows: Sequence[Row], checker: np.ndarray, faith: np.ndar
     return out
 
 
+def read_checker_scores(files: Sequence[Path]) -> dict[str, dict[str, list[float]]]:
+    """Every row's checker score and label per set, from one or more ``<run>.scores.json``; a
+    set in two files is an error (which run's would count?)."""
+    out: dict[str, dict[str, list[float]]] = {}
+    for path in files:
+        for name, kept in json.loads(path.read_text()).items():
+            if name in out:
+                raise SystemExit(f"{path}: {name} is in two files")
+            out[name] = kept
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
@@ -111,6 +129,11 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument("--cheap-only", action="store_true", help="fill the cache and stop")
     parser.add_argument(
+        "--checker-scores", type=Path, nargs="+", default=None,
+        help="JSON files of every row's checker score per set (scripts/train_checker_device.py's "
+        "<run>.scores.json) to use instead of a model; only their sets are measured",
+    )  # fmt: skip
+    parser.add_argument(
         "--scores-out", type=Path, default=None,
         help="JSON file for every row's checker score and label, per set",
     )  # fmt: skip
@@ -121,21 +144,32 @@ def main() -> None:
     results = []
     scored: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     started = time.monotonic()
-    model = None if args.cheap_only else CheckerModel(args.model or shipped_dir(), threads=2)
+    given = read_checker_scores(args.checker_scores) if args.checker_scores else None
+    if given is not None:
+        args.sets = [n for n in args.sets if n in given]
+    model = None
+    if not args.cheap_only and given is None:
+        model = CheckerModel(args.model or shipped_dir(), threads=2)
     for name in args.sets:
         rows = HELD_OUT[name](args.data)
         if name not in cache:
             cache[name] = {k: cheap_scores(rows, k) for k in ("faithfulness", "groundedness")}
             if args.cheap_cache is not None:
                 args.cheap_cache.write_text(json.dumps(cache))
-        if model is None:
+        if model is None and given is None:
             continue
-        checker = np.array(checker_scores(rows, model.probabilities))
+        if given is not None:
+            checker = np.array(given[name]["checker"], dtype=float)
+            if given[name]["labels"] != [r.label for r in rows]:
+                raise SystemExit(f"{name}: the scores' labels are not the set's rows")
+        else:
+            assert model is not None
+            checker = np.array(checker_scores(rows, model.probabilities))
         faith = np.array(cache[name]["faithfulness"])
         grounded = np.array(cache[name]["groundedness"])
         results.append(evaluate(name, rows, checker, faith, grounded))
         scored[name] = (checker, np.array([r.label for r in rows]))
-    if model is None:
+    if model is None and given is None:
         return
     at, shared = shared_threshold({n: (c.tolist(), y.tolist()) for n, (c, y) in scored.items()})
     if args.scores_out is not None:
@@ -148,7 +182,9 @@ def main() -> None:
                           "shared_threshold": at, "at_shared_threshold": shared},
                          indent=1))  # fmt: skip
         return
-    print(f"# validate_checker: {machine()}; model {args.model or shipped_dir()}; {seconds:.0f} s")
+    source = (", ".join(str(f) for f in args.checker_scores) if given is not None
+              else f"model {args.model or shipped_dir()}")  # fmt: skip
+    print(f"# validate_checker: {machine()}; checker {source}; {seconds:.0f} s")
     head = ["set", "n", "checker", "faithfulness", "groundedness",
             *(f"cascade {int(q * 100)} %" for q in SHARES)]  # fmt: skip
     print("| " + " | ".join(head) + " |")

@@ -7,12 +7,22 @@ for a list of runs, each validated on the held-out sets it did not train on (lea
 out), and writes the figures of every run (``runs.json``) and, for the runs asked to, the
 weights they trained (the word embeddings stay frozen, so only the rest travels back: fp16
 safetensors in parts under 16 MB). ``verdictflow train-checker --weights`` turns such weights
-into the int8 ONNX checker on the CPU.
+into the int8 ONNX checker on the CPU. Each validated run also writes every held-out row's
+score (``<run>.scores.json``), which ``bench/validate_checker.py --checker-scores`` reads to
+put a run's checker in the cascade without its weights. A run that fails is logged and the
+next one starts; every result is written as soon as its run ends.
 
-Usage (on the GPU machine, from the repository root)::
+Usage (on the GPU machine, from the repository root), as in docs/checker.md's "GPU runs"::
 
     PYTHONPATH=. python3 scripts/train_checker_device.py --work WORK --out OUT \\
-        --run base: --run all:wice,factcheckgpt,begin-wow,begin-cmu,begin-tc:export
+        --run agg-out:begin-wow,begin-cmu,begin-tc:export --run begin-out:wice,factcheckgpt \\
+        --run all:wice,factcheckgpt,begin-wow,begin-cmu,begin-tc:export \\
+        --epochs 1 --limit 40000 --repeat 3
+
+WORK holds ``core.jsonl.xz`` (``train-checker --cap-scale 0 --pairs-out``), one pairs file
+per held-out set (``train-checker --sets wice --cap-scale 0 --pairs-out wice.jsonl.xz``, ...),
+``data/`` (``aggrefact_dev`` and ``begin_dev``) and ``base/`` (the MiniLM directory, its
+weights stored fp16 so that everything travels under the machine's 64 MiB).
 """
 
 from __future__ import annotations
@@ -41,9 +51,11 @@ def one_run(
     validate = [n for n in cs.HELD_OUT if n not in added]
     data = work / "data"
 
+    kept: dict[str, dict[str, list[float] | list[int]]] = {}
+
     def held_out(model: Any, tokenizer: Any) -> list[dict[str, Any]]:
         predict = cs.torch_predict(model, tokenizer, options.max_length, batch=256)
-        figures = cs.validate_all(data, predict, validate)
+        figures = cs.validate_all(data, predict, validate, keep=kept)
         for f in figures:
             logger.info("%s %s", name, f)
         return figures
@@ -52,7 +64,8 @@ def one_run(
 
     def progress(step: int, total: int, loss: float) -> None:
         if step % 500 == 0 or step == total:
-            logger.info("%s step %d of %d, loss %.4f", name, step, total, loss)
+            logger.info("%s step %d of %d, loss %.4f, %.0f s", name, step, total, loss,
+                        time.monotonic() - started)  # fmt: skip
 
     report = ct.train(pairs, work / "base", work / "runs" / name, options,
                       held_out if validate else None, progress)  # fmt: skip
@@ -62,6 +75,8 @@ def one_run(
         "validation": report.validation, "options": vars(options),
         "device": _device_name(),
     }  # fmt: skip
+    if kept:
+        (out / f"{name}.scores.json").write_text(json.dumps(kept) + "\n")
     if export:
         from safetensors.torch import save
 
@@ -106,9 +121,14 @@ def main() -> None:
         if per_pair is not None and time.monotonic() - began + per_pair * size > args.deadline:
             logger.info("skipping %s: it would end after the deadline", name)
             continue
-        result = one_run(name, added, "export" in flags, core, args.work, args.out, options,
-                         args.repeat)  # fmt: skip
+        try:
+            result = one_run(name, added, "export" in flags, core, args.work, args.out,
+                             options, args.repeat)  # fmt: skip
+        except Exception:  # one run's failure must not cost the runs after it their time
+            logger.exception("run %s failed", name)
+            continue
         per_pair = result["seconds"] / (result["pairs"] * args.epochs)
+        logger.info("%s: %.0f pairs/s", name, 1 / per_pair)
         logger.info("%s done in %.0f s", name, result["seconds"])
         results.append(result)
         (args.out / "runs.json").write_text(json.dumps(results, indent=1) + "\n")

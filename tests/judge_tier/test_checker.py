@@ -291,3 +291,39 @@ def test_an_answer_of_more_claims_than_the_checker_takes_defers_without_a_pair(
     assert client.budget.spend.requests == 0
     assert isinstance(judged(MAX_CLAIMS), Judgement)
     assert backend._model.misses == MAX_CLAIMS  # one chunk: a pair a claim
+
+
+def test_a_checker_trained_on_every_held_out_set_shows_the_figures_of_the_runs_that_left_them_out(
+    tmp_path: Path,
+) -> None:
+    """scripts/train_checker_device.py trains one run per group of held-out sets left out,
+    then one on all of them (nothing left to validate): that checker's card takes each set's
+    figures from the run that left it out, says which, and names no set as held out."""
+    from verdictflow.scoring_jobs.training import checker_training as ct
+
+    def fig(name: str, auc: float, epoch: int = 1) -> dict[str, object]:
+        return {"set": name, "n": 10, "roc_auc": auc, "balanced_accuracy": auc - 0.1,
+                "threshold": 0.3, "epoch": epoch}  # fmt: skip
+
+    runs = [
+        {"run": "agg-out", "validation": [fig("wice", 0.5, 0), fig("wice", 0.7),
+                                          {"set": "one threshold", "threshold": 0.2}]},
+        {"run": "begin-out", "validation": [fig("begin-wow", 0.9), fig("wice", 0.1)]},
+        {"run": "all", "validation": []},
+    ]  # fmt: skip
+    got = ct.left_out_figures(runs[2], runs)
+    assert [(f["set"], f["roc_auc"], f["run"]) for f in got] == [
+        ("wice", 0.7, "agg-out"), ("begin-wow", 0.9, "begin-out"),
+    ]  # fmt: skip
+    assert ct.left_out_figures(runs[0], runs) == runs[0]["validation"]  # its own, when it has
+    (tmp_path / "model.onnx").write_bytes(b"onnx")
+    (tmp_path / "tokenizer.json").write_text("{}")
+    ct.write_card(tmp_path, {
+        "base": "b", "pairs": 1, "sources": {"aggrefact": 1}, "sets": [], "files": {},
+        "held_out": [], "steps": 1, "seconds": 1.0, "trained_on": "a GPU",
+        "options": {"epochs": 1, "batch_size": 1, "seed": 1}, "validation": got,
+    })  # fmt: skip
+    card = (tmp_path / "MODEL_CARD.md").read_text()
+    assert "held out (never trained on): none" in card
+    assert "| wice (run agg-out) | 10 | 0.700 |" in card
+    assert "the run that left it out" in card

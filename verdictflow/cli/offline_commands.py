@@ -516,7 +516,7 @@ def train_checker(
         ct.write_card(out, {
             **card, "steps": run.get("steps", 0), "seconds": run.get("seconds", 0.0),
             "options": run.get("options", {"epochs": 0, "batch_size": 0, "seed": seed}),
-            "validation": run.get("validation", []),
+            "validation": ct.left_out_figures(run, runs),
             "trained_on": run.get("device", "a GPU machine (scripts/train_checker_device.py)"),
         })  # fmt: skip
         err.print(f"{target}: {target.stat().st_size / 1e6:.1f} MB; card {out / 'MODEL_CARD.md'}")

@@ -175,14 +175,20 @@ def torch_predict(model: Any, tokenizer: Any, max_length: int = 256, batch: int 
 
 
 def validate_all(
-    data: Path, predict: Predict, names: Sequence[str] = tuple(HELD_OUT)
-) -> list[dict[str, Any]]:
+    data: Path, predict: Predict, names: Sequence[str] = tuple(HELD_OUT),
+    keep: dict[str, dict[str, list[float] | list[int]]] | None = None,
+) -> list[dict[str, Any]]:  # fmt: skip
+    """Figures per held-out set and at the one shared threshold; ``keep``, when given, gets
+    every row's score and label per set (what ``bench/validate_checker.py --checker-scores``
+    reads, so a checker fitted elsewhere is measured in the cascade without its weights)."""
     out = []
     scored: dict[str, tuple[Sequence[float], Sequence[int]]] = {}
     for name in names:
         rows = HELD_OUT[name](data)
         scored[name] = (checker_scores(rows, predict), [r.label for r in rows])
         out.append(figures(name, *scored[name]))
+        if keep is not None:
+            keep[name] = {"checker": list(scored[name][0]), "labels": list(scored[name][1])}
     if len(scored) > 1:
         at, each = shared_threshold(scored)
         out.append({"set": "one threshold", "threshold": at, "balanced_accuracy": each})

@@ -325,6 +325,29 @@ def export_onnx(hf: Path, out: Path) -> Path:
     return target
 
 
+def left_out_figures(run: dict[str, Any], runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The held-out figures a checker's card shows: its run's own validation, else, for a run
+    trained on every held-out set (nothing was left to validate on), the figures of the other
+    runs of the same report on the sets they left out (``scripts/train_checker_device.py``:
+    one run per group of sets left out), each tagged with its ``run``. A set two runs left out
+    is taken from the first of them; the shared-threshold lines are dropped (each is one run's,
+    not this checker's)."""
+    if run.get("validation"):
+        return list(run["validation"])
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for other in runs:
+        if other is run or other.get("run") == run.get("run"):
+            continue
+        last = max((f.get("epoch", 0) for f in other.get("validation", [])), default=0)
+        for f in other.get("validation", []):
+            name = f.get("set")
+            if "roc_auc" in f and f.get("epoch", 0) == last and name not in seen:
+                seen.add(name)
+                out.append({**f, "run": other.get("run")})
+    return out
+
+
 def supported_at(validation: Sequence[dict[str, Any]]) -> float:
     """The cut the backend decides a claim with: the last validation's one threshold for all
     held-out sets (:func:`~verdictflow.scoring_jobs.training.checker_sets.shared_threshold`),
@@ -362,18 +385,29 @@ def write_card(out: Path, card: dict[str, Any]) -> None:
         f"- training time: {card['seconds']:.0f} s on {card['trained_on']}",
         f"- a claim is supported from P = {card['supported_at']} (the one threshold with the "
         "best mean balanced accuracy over the held-out dev sets)",
-        f"- held out (never trained on): {', '.join(card['held_out'])}",
+        f"- held out (never trained on): {', '.join(card['held_out']) or 'none'}",
         f"- model digest: {card['model_digest']}",
         "",
         "Held-out figures of the fitted model (fp32, each claim against its best of 3 chunks; "
         "the int8 export's, with the cheap verdicts and the cascade beside them: "
         "`python bench/validate_checker.py`, docs/checker.md):",
+        *(
+            [
+                "",
+                "This checker was trained on every held-out set, so each set's figures are "
+                "those of the run that left it out, trained the same way on the rest: "
+                + ", ".join(sorted({str(f["run"]) for f in per_set}))
+                + ".",
+            ]
+            if any("run" in f for f in per_set)
+            else []
+        ),
         "",
         "| set | pairs | ROC-AUC | balanced accuracy (threshold chosen on the set) |",
         "|---|---|---|---|",
         *(
-            f"| {f['set']} | {f['n']} | {f['roc_auc']:.3f} | {f['balanced_accuracy']:.3f} at "
-            f"{f['threshold']:.2f} |"
+            f"| {f['set']}{' (run ' + str(f['run']) + ')' if 'run' in f else ''} | {f['n']} | "
+            f"{f['roc_auc']:.3f} | {f['balanced_accuracy']:.3f} at {f['threshold']:.2f} |"
             for f in per_set
             if f.get("epoch", 0) == last_epoch
         ),
