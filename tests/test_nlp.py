@@ -187,10 +187,11 @@ def test_the_worker_exports_the_vocabulary_and_its_reloads() -> None:
 @pytest.mark.timeout(120)
 def test_a_flood_of_punctuation_is_scored_in_seconds_with_its_tokens_in_place() -> None:
     """spaCy splits a run of punctuation off a word one character at a time, at a cost that
-    grows with the square of the run: 20,000 "!" took 98 s to tokenize, 4,000 "=" 7.7 s. Every
-    33rd character of a run over 32 is given to the tokenizer as a space (``bounded_runs``):
-    the same length, every other token where it was, and a record of such an answer and
-    context scored well within this test's timeout."""
+    grows with the square of the run: 20,000 "!" took 98 s to tokenize, 4,000 "=" 7.7 s. A
+    text with a run over 32 is tokenized in pieces cut inside its runs (``bounded_runs``),
+    their docs joined: the doc's text is the text, character for character (a space in place
+    of every 33rd character, as before, showed in every span read from the doc), and a record
+    of such an answer and context is scored well within this test's timeout."""
     from verdictflow.evaluators.answer_batch import score_answers
     from verdictflow.evaluators.kinds import Tier
     from verdictflow.evaluators.policy import Policy
@@ -199,18 +200,21 @@ def test_a_flood_of_punctuation_is_scored_in_seconds_with_its_tokens_in_place() 
     from verdictflow.scoring_setup import load_scoring
 
     text = "Wow" + "!" * 70 + " The Nile is long. " + "😀" * 40 + " ok"
-    cut = bounded_runs(text)
-    assert len(cut) == len(text)
-    assert [i for i, (a, b) in enumerate(zip(text, cut, strict=True)) if a != b] == [
-        3 + PUNCT_RUN, 3 + 2 * PUNCT_RUN + 1, 92 + PUNCT_RUN,
-    ]  # fmt: skip
+    pieces = bounded_runs(text)
+    assert pieces is not None
+    assert "".join(pieces) == text
+    assert [len(piece) for piece in pieces[:3]] == [3 + PUNCT_RUN, PUNCT_RUN, 6 + 19 + PUNCT_RUN]
     prose = "The Nile is long. Paris is in France (see page 3)! Really? James's dog's bone."
-    assert bounded_runs(prose) is prose
+    assert bounded_runs(prose) is None
     chain = "dog" + "'s" * 50  # taken off the word one "'s" at a time too
-    assert bounded_runs(chain)[3 + PUNCT_RUN] == " "
-    doc = load_pipeline(FULL_COMPONENTS).make_doc("=" * 20_000)
-    assert len(doc.text) == 20_000
-    assert len(doc) == 20_000 - 20_000 // (PUNCT_RUN + 1)
+    assert bounded_runs(chain) is not None
+    nlp = load_pipeline(FULL_COMPONENTS)
+    table = "| a | b |\n|" + "-" * 40 + "|" + "-" * 40 + "|\n| 1 | 2 |"
+    for flood in ("=" * 20_000, table, chain, text):
+        doc = nlp.make_doc(flood)
+        assert doc.text == flood
+        assert "".join(t.text_with_ws for t in doc) == flood
+    assert [s.text for s in nlp(table + " The Nile is long.").sents][-1].endswith("long.")
 
     scoring = load_scoring(Policy())
     event = AnswerEvent(id="flood", answer="!" * 2_000, contexts=["=" * 100_000 + " The Nile."])
