@@ -113,11 +113,10 @@ def bounded_runs(text: str) -> list[str] | None:
     rule of "=" in a scraped page then held a worker for minutes, past the per-record
     budget's promise. Tokenized in pieces, 20,000 "!" take 49 ms and 200,000 "=" 0.53 s
     (joining the pieces' docs is most of it), and the joined doc is the text itself,
-    character for character (until 2026-11-29 every 33rd
-    character of a run was given to the tokenizer as a space instead, and that space showed
-    in every span read from the doc: a claim holding a markdown table's rule "|---...---|"
-    came out with a space in it, in a verdict's evidence and in the checker's training
-    pairs)."""
+    character for character. (Until 2026-11-29 every 33rd character of a run was given to
+    the tokenizer as a space instead, and that space showed in every span read from the doc:
+    a claim holding a markdown table's rule "|---...---|" came out with a space in it, in a
+    verdict's evidence and in the checker's training pairs.)"""
     runs = list(_LONG_PUNCT_RUN.finditer(text))
     if not runs:
         return None
