@@ -42,6 +42,7 @@ def articles(n: int) -> list[str]:
     return list(dict.fromkeys(json.loads(line)["article"] for line in lines))[:n]
 
 
+@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="../shared/data not present")
 def test_indexes_of_real_articles_come_back_equal(indexer) -> None:
     texts = articles(12) + TRICKY
     for text in texts:

@@ -14,6 +14,7 @@ import pytest
 
 from tests.judge_tier.test_cross_encoder import tiny_cross_encoder
 from tests.support.neural import requires_neural
+from tests.support.paths import SHARED_DATA
 from tests.support.reliability import OutputCollector
 from verdictflow.evaluators.faithfulness_llm import parse_response
 from verdictflow.judge_tier.backends import BackendError
@@ -213,6 +214,7 @@ def test_a_judge_worker_reviews_with_the_checker(
         assert "probability" in v["evidence"]["response"]
 
 
+@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="../shared/data not present")
 def test_pairs_tokenized_once_give_the_tokenizers_own_batches() -> None:
     """The fit tokenizes every pair before its first step (``EncodedPairs``); each batch it
     pads must be what the tokenizer gives for that batch with ``padding=True``: the same ids,
@@ -228,7 +230,7 @@ def test_pairs_tokenized_once_give_the_tokenizers_own_batches() -> None:
     from verdictflow.scoring_jobs.training.checker_training import EncodedPairs
 
     tokenizer = AutoTokenizer.from_pretrained(str(packaged_model_dir()))
-    scifact = Path(__file__).resolve().parents[3] / "shared" / "data" / "scifact_beir"
+    scifact = SHARED_DATA / "scifact_beir"
     abstracts = [
         orjson.loads(line)["text"]
         for line in (scifact / "corpus.jsonl").read_bytes().splitlines()[:40]

@@ -314,6 +314,7 @@ def test_model_drift_labels_become_the_middle_of_their_band_and_the_worst_decide
 # -- equivalence on real text --------------------------------------------------------------
 
 
+@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="../shared/data not present")
 def test_the_deterministic_judgements_through_the_model_path_give_the_same_scores() -> None:
     rows = [orjson.loads(line) for line in (SHARED_DATA / "summeval" / "summeval_pairs.jsonl")
             .read_bytes().splitlines()[:40]]  # fmt: skip
