@@ -308,16 +308,20 @@ def test_a_checker_trained_on_every_held_out_set_shows_the_figures_of_the_runs_t
                 "threshold": 0.3, "epoch": epoch}  # fmt: skip
 
     runs = [
-        {"run": "agg-out", "validation": [fig("wice", 0.5, 0), fig("wice", 0.7),
-                                          {"set": "one threshold", "threshold": 0.2}]},
-        {"run": "begin-out", "validation": [fig("begin-wow", 0.9), fig("wice", 0.1)]},
-        {"run": "all", "validation": []},
+        {"run": "agg-out", "added": ["begin-wow"],
+         "validation": [fig("wice", 0.5, 0), fig("wice", 0.7),
+                        {"set": "one threshold", "threshold": 0.2}]},
+        {"run": "begin-out", "added": ["wice"],
+         "validation": [fig("begin-wow", 0.9, 2), fig("wice", 0.1, 2)]},
+        {"run": "all", "added": ["wice", "begin-wow"], "validation": []},
     ]  # fmt: skip
     got = ct.left_out_figures(runs[2], runs)
     assert [(f["set"], f["roc_auc"], f["run"]) for f in got] == [
         ("wice", 0.7, "agg-out"), ("begin-wow", 0.9, "begin-out"),
     ]  # fmt: skip
     assert ct.left_out_figures(runs[0], runs) == runs[0]["validation"]  # its own, when it has
+    assert ct.left_out_figures({}, runs) == []  # weights the report has no run for
+    assert ct.left_out_figures({"run": "x", "added": ["begin-wow"]}, runs)[0]["run"] == "begin-out"
     (tmp_path / "model.onnx").write_bytes(b"onnx")
     (tmp_path / "tokenizer.json").write_text("{}")
     ct.write_card(tmp_path, {
@@ -328,4 +332,5 @@ def test_a_checker_trained_on_every_held_out_set_shows_the_figures_of_the_runs_t
     card = (tmp_path / "MODEL_CARD.md").read_text()
     assert "held out (never trained on): none" in card
     assert "| wice (run agg-out) | 10 | 0.700 |" in card
+    assert "| begin-wow (run begin-out) | 10 | 0.900 |" in card  # its run's last epoch (2)
     assert "the run that left it out" in card

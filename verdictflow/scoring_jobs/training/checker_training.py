@@ -328,21 +328,24 @@ def export_onnx(hf: Path, out: Path) -> Path:
 def left_out_figures(run: dict[str, Any], runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """The held-out figures a checker's card shows: its run's own validation, else, for a run
     trained on every held-out set (nothing was left to validate on), the figures of the other
-    runs of the same report on the sets they left out (``scripts/train_checker_device.py``:
-    one run per group of sets left out), each tagged with its ``run``. A set two runs left out
-    is taken from the first of them; the shared-threshold lines are dropped (each is one run's,
-    not this checker's)."""
+    runs of the same report on the held-out sets it trained on (its ``added``), from the runs
+    that left them out (``scripts/train_checker_device.py``: one run per group of sets left
+    out), each tagged with its ``run``; none for a run the report does not have. A set two
+    runs left out is taken from the first of them; only each run's last epoch, and not the
+    shared-threshold lines (each is one run's, not this checker's)."""
     if run.get("validation"):
         return list(run["validation"])
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
+    trained = set(run.get("added", ()))
     for other in runs:
         if other is run or other.get("run") == run.get("run"):
             continue
         last = max((f.get("epoch", 0) for f in other.get("validation", [])), default=0)
         for f in other.get("validation", []):
             name = f.get("set")
-            if "roc_auc" in f and f.get("epoch", 0) == last and name not in seen:
+            wanted = name in trained and name not in seen
+            if wanted and "roc_auc" in f and f.get("epoch", 0) == last:
                 seen.add(name)
                 out.append({**f, "run": other.get("run")})
     return out
@@ -409,7 +412,7 @@ def write_card(out: Path, card: dict[str, Any]) -> None:
             f"| {f['set']}{' (run ' + str(f['run']) + ')' if 'run' in f else ''} | {f['n']} | "
             f"{f['roc_auc']:.3f} | {f['balanced_accuracy']:.3f} at {f['threshold']:.2f} |"
             for f in per_set
-            if f.get("epoch", 0) == last_epoch
+            if f.get("epoch", 0) == last_epoch or "run" in f  # another run's: its last epoch
         ),
         "",
         "Files read and written (SHA-256): "
