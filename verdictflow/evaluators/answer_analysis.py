@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 from verdictflow.evaluators.anchors import Anchor, HedgedClaim, extract_anchors
 from verdictflow.evaluators.answer_claims import AnswerSentence, WordRelations, answer_sentences
+from verdictflow.evaluators.chunk_tokens import ChunkMemo
 from verdictflow.evaluators.claim_alignment import Coverages, claim_coverages, supporting_sentences
 from verdictflow.evaluators.context_index import ContextIndexer, Form
 from verdictflow.evaluators.evidence_codec import decode_index, encode_index
@@ -161,6 +162,7 @@ class AnswerAnalyzer:
         self.contexts_indexed = 0
         self._lemma_cache: dict[str, frozenset[str]] = {}
         self._form_cache: dict[tuple[int, int], Form] = {}
+        self._chunk_memo: ChunkMemo[Form] = ChunkMemo()
         self._support_frames: OrderedDict[str, Frame] = OrderedDict()
 
     def _index_missing(self, texts: Sequence[str]) -> list[EvidenceIndex]:
@@ -172,7 +174,7 @@ class AnswerAnalyzer:
         # none outlives its batch, so a pipeline loaded afresh (``verdictflow.nlp.
         # parsing_batch``) leaves nothing here holding the grown one.
         loaded = self.nlp.load() if hasattr(self.nlp, "load") else self.nlp
-        indexer = ContextIndexer(loaded, self._lemma_cache, self._form_cache)
+        indexer = ContextIndexer(loaded, self._lemma_cache, self._form_cache, self._chunk_memo)
         return [indexer.index(text) for text in texts]
 
     def _indexes(self, texts: Sequence[str]) -> dict[str, EvidenceIndex]:

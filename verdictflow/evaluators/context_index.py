@@ -44,6 +44,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from verdictflow.evaluators.chunk_tokens import ChunkMemo, ChunkTokens
 from verdictflow.evaluators.evidence_index import (
     EvidenceIndex,
     SentenceLemmas,
@@ -113,10 +114,12 @@ class ContextIndexer:
         nlp: Any,
         lemmas: dict[str, frozenset[str]] | None = None,
         forms: dict[tuple[int, int], Form] | None = None,
+        chunks: ChunkMemo[Form] | None = None,
     ) -> None:
-        """``lemmas`` and ``forms``: caches to share with earlier indexers (strings by word and
-        by vocabulary hash, the same for every load of one model), so that an indexer made per
-        batch does not start cold and does not keep a pipeline alive after its batch."""
+        """``lemmas``, ``forms`` and ``chunks``: caches to share with earlier indexers
+        (strings by word, by vocabulary hash and by chunk, the same for every load of one
+        model), so that an indexer made per batch does not start cold and does not keep a
+        pipeline alive after its batch."""
         from spacy.pipeline import Sentencizer
 
         self.nlp = nlp
@@ -138,6 +141,10 @@ class ContextIndexer:
         self._lemmas: dict[str, frozenset[str]] = {} if lemmas is None else lemmas
         #: By (orth, norm) id: a word form's attributes, read once.
         self._forms: dict[tuple[int, int], Form] = {} if forms is None else forms
+        #: Context text by its whitespace-separated chunks, each read once (spaCy's own cache
+        #: stops at a text's first tokenizer exception): the same tokens.
+        memo = chunks if chunks is not None else ChunkMemo[Form]()
+        self._chunks = ChunkTokens(nlp.tokenizer, self._forms_of, memo)
         # The rule lemmatizer returns the word itself unless one of its suffix rules or
         # exceptions for that part of speech applies: read both from the model's own tables,
         # and skip the call (~100-200 us) when neither can apply.
@@ -153,8 +160,12 @@ class ContextIndexer:
         }
 
     def index(self, text: str) -> EvidenceIndex:
-        doc = self.nlp.make_doc(text)
-        forms, offsets, starts = self._tokens(doc)
+        chunked = self._chunks.tokens(text)
+        if chunked is None:
+            forms, offsets, starts = self._tokens(self.nlp.make_doc(text))
+        else:
+            forms, offsets = chunked
+            starts = self._sentence_starts(forms) if forms else []
         kept = [
             (f.lower_, (start, start + len(f.text)))
             for f, start in zip(forms, offsets, strict=True)
@@ -167,12 +178,12 @@ class ContextIndexer:
             negated: set[str] = set()
             for i in range(first, last):
                 f = forms[i]
-                terms |= known(f.lower_) or self._candidate_lemmas(f.lower_, doc, i)
+                terms |= known(f.lower_) or self._candidate_lemmas(f.lower_, f.text)
                 if f.norm_ != f.lower_:  # contractions: "n't" is "not", "'re" is "are"
                     terms.add(f.norm_)
                     terms |= self._word_lemmas(f.norm_)
                 if f.lower_ in _NEGATIONS:
-                    negated |= self._negated_heads(forms, first, last, i, doc)
+                    negated |= self._negated_heads(forms, first, last, i)
             end = offsets[last - 1] + len(forms[last - 1].text)
             sentences.append(
                 SentenceLemmas(offsets[first], end, frozenset(terms), frozenset(negated))
@@ -191,14 +202,23 @@ class ContextIndexer:
         )
 
     def _tokens(self, doc: Any) -> tuple[list[Form], list[int], list[int]]:
-        """The doc's tokens as their forms and character offsets, from one ``to_array``
-        call, and where its sentences start (:meth:`_sentence_starts`)."""
-        from spacy.attrs import IDX, NORM, ORTH
-
+        """The doc's tokens as their forms and character offsets, and where its sentences
+        start (:meth:`_sentence_starts`)."""
         if not len(doc):
             return [], [], []
+        from spacy.attrs import IDX
+
+        forms = self._forms_of(doc)
+        return forms, doc.to_array(IDX).tolist(), self._sentence_starts(forms)
+
+    def _forms_of(self, doc: Any) -> list[Form]:
+        """The doc's tokens as their forms, from one ``to_array`` call."""
+        from spacy.attrs import NORM, ORTH
+
+        if not len(doc):
+            return []
         # One column at a time: a column's tolist() is ~70x faster than the 2-D array's.
-        orths, offsets, norms = (column.tolist() for column in doc.to_array([ORTH, IDX, NORM]).T)
+        orths, norms = (column.tolist() for column in doc.to_array([ORTH, NORM]).T)
         if len(self._forms) >= LEMMA_CACHE_WORDS:
             self._forms.clear()
         known = self._forms
@@ -208,7 +228,7 @@ class ContextIndexer:
             if form is None:
                 form = known[key] = _form(doc.vocab, *key)
             forms.append(form)
-        return forms, offsets, self._sentence_starts(forms)
+        return forms
 
     def _sentence_starts(self, forms: Sequence[Form]) -> list[int]:
         """Where sentences start, by spaCy's ``Sentencizer`` rule (``Doc.sents`` as that pipe
@@ -225,27 +245,27 @@ class ContextIndexer:
                 seen_end = False
         return starts
 
-    def _candidate_lemmas(self, key: str, doc: Any, i: int) -> frozenset[str]:
-        """Every lemma the rule lemmatizer gives the word ``key`` (token ``i`` of ``doc``,
-        lowercased) as a noun, verb or adjective (cached by that form: the rules read nothing
-        else; the spaCy token they read is made only for a new form)."""
+    def _candidate_lemmas(self, key: str, word: str) -> frozenset[str]:
+        """Every lemma the rule lemmatizer gives ``word`` (``key`` lowercased) as a noun, verb
+        or adjective (cached by that form: the rules read nothing but the word's text; the
+        spaCy token they read is made only for a new form)."""
         cached = self._lemmas.get(key)
         if cached is not None:
             return cached
         if not any(c.isalpha() for c in key):
             found = frozenset({key, *self._word_exceptions.get(key, ())})
         else:
+            from spacy.tokens import Doc
+
             lemmas: set[str] = {key, *self._word_exceptions.get(key, ())}
             spacy_token = None
             for pos, (suffixes, exceptions) in self._applicable.items():
                 if key.endswith(suffixes) or key in exceptions:
-                    spacy_token = spacy_token or doc[i]
+                    spacy_token = spacy_token or Doc(self.nlp.vocab, words=[word])[0]
                     spacy_token.pos_ = pos
                     lemmas.update(
                         lemma.lower() for lemma in self._lemmatizer.rule_lemmatize(spacy_token)
                     )
-            if spacy_token is not None:
-                spacy_token.pos_ = ""
             found = frozenset(lemmas)
         if len(self._lemmas) >= LEMMA_CACHE_WORDS:
             self._lemmas.clear()
@@ -257,20 +277,20 @@ class ContextIndexer:
         if cached is not None:
             return cached
         doc = self.nlp.make_doc(word)
-        return self._candidate_lemmas(doc[0].lower_, doc, 0) if len(doc) == 1 else frozenset({word})
+        if len(doc) != 1:
+            return frozenset({word})
+        return self._candidate_lemmas(doc[0].lower_, doc[0].text)
 
-    def _negated_heads(
-        self, forms: Sequence[Form], first: int, last: int, i: int, doc: Any
-    ) -> set[str]:
+    def _negated_heads(self, forms: Sequence[Form], first: int, last: int, i: int) -> set[str]:
         """Lemmas of the word before a negation at ``i`` and of the first content word after
         it, within the sentence ``forms[first:last]``."""
         heads: set[str] = set()
         if i > first and forms[i - 1].is_alpha:
-            heads |= self._candidate_lemmas(forms[i - 1].lower_, doc, i - 1)
+            heads |= self._candidate_lemmas(forms[i - 1].lower_, forms[i - 1].text)
         for j in range(i + 1, min(i + 4, last)):
             f = forms[j]
             if f.is_alpha and not f.is_stop and not f.lower_.endswith("ly"):
-                heads |= self._candidate_lemmas(f.lower_, doc, j)
+                heads |= self._candidate_lemmas(f.lower_, f.text)
                 break
         return heads
 
