@@ -22,9 +22,15 @@ measured in the same run, with the machine and its load.
    retrieved passages pays (every context read back, none indexed). Its verdicts are checked
    byte-identical to 3's.
 
+5. **``eval answers``, warm** (rare contexts only): the same as 3 after the same scoring
+   ran over as many answers whose contexts are other abstracts (none shared): a worker that
+   has been running, its vocabulary, lemma, word-form and chunk caches warm
+   (``evaluators/chunk_tokens.py``), on contexts it has not seen. Its verdicts are checked
+   byte-identical to 3's.
+
 2, 3 and 4 run on contexts that **recur** (drawn from 450 abstracts: each retrieved ~4 times, as
 in RAG) and contexts that **rarely** do (drawn from 2,400), each in ``--rounds`` alternating
-rounds of raw ``nlp.pipe``, 2, 3 and 4 (the ratios are the medians of the rounds' ratios). The
+rounds of raw ``nlp.pipe``, 2, 3, 4 and 5 (the ratios are the medians of the rounds' ratios). The
 context cache starts empty in each measurement, so a recurring context is parsed once and a
 rare one every time (in 4: read from the store once).
 
@@ -56,7 +62,8 @@ from verdictflow.scoring_setup import load_scoring
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Abstracts contexts are drawn from: recurring (each ~4 times in 600 answers) and rare.
-POOLS = {"recurring contexts": 450, "rare contexts": 2400}
+RARE_POOL = 2400
+POOLS = {"recurring contexts": 450, "rare contexts": RARE_POOL}
 
 
 def lexical_vs_forward(n: int, pairs: int, tmp: Path) -> tuple[float, float, float]:
@@ -75,20 +82,26 @@ def lexical_vs_forward(n: int, pairs: int, tmp: Path) -> tuple[float, float, flo
 
 
 def eval_answers_rate(
-    lines: list[bytes], policy: Policy, store_dir: Path | None = None
+    lines: list[bytes],
+    policy: Policy,
+    store_dir: Path | None = None,
+    warm_lines: list[bytes] | None = None,
 ) -> tuple[float, str]:
     """Answers/s of ``eval answers``' own code (:func:`evaluate_answers`: every kind,
     consistency, outputs), in this process with spaCy already loaded and a fresh context
     cache: the command's start-up (imports, loading spaCy) is left out, as raw ``nlp.pipe``'s
     load is. (A marginal of two command runs, used before, swung 0.29-0.66x between runs.)
-    With ``store_dir``, an untimed run first fills that data dir's context store. Also the
-    SHA-256 of the verdicts."""
+    With ``store_dir``, an untimed run first fills that data dir's context store; with
+    ``warm_lines``, the same scoring first runs over those (untimed): a worker that has been
+    running, its caches warm, on contexts it has not seen. Also the SHA-256 of the verdicts."""
     warm = load_scoring(policy, "default")
     list(evaluate_answers(lines[:8], warm))  # loads spaCy, NLTK, WordNet
     stored = {"data_dir": store_dir, "store_bytes": 1 << 32} if store_dir else {}
     if store_dir is not None:
         list(evaluate_answers(lines, load_scoring(policy, "default", **stored)))
     scoring = load_scoring(policy, "default", **stored)
+    if warm_lines is not None:
+        list(evaluate_answers(warm_lines, scoring))
     start = time.perf_counter()
     verdicts = [o.verdict for o in evaluate_answers(lines, scoring) if o.verdict is not None]
     rate = len(lines) / (time.perf_counter() - start)
@@ -98,21 +111,33 @@ def eval_answers_rate(
 
 
 def interleaved(
-    events: list[AnswerEvent], policy: Policy, rounds: int, tmp: Path
+    events: list[AnswerEvent],
+    policy: Policy,
+    rounds: int,
+    tmp: Path,
+    warm_events: list[AnswerEvent] | None = None,
 ) -> dict[str, float]:
-    """Answers/s of raw ``nlp.pipe``, the NLP tier, ``eval answers`` and ``eval answers``
-    after a restart (store filled), medians over ``rounds`` alternating rounds, and the
-    medians of the rounds' ratios to raw: the VM's drift hits all four alike."""
+    """Answers/s of raw ``nlp.pipe``, the NLP tier, ``eval answers``, ``eval answers``
+    after a restart (store filled) and, given ``warm_events`` (other contexts), ``eval
+    answers`` after those, medians over ``rounds`` alternating rounds, and the medians of the
+    rounds' ratios to raw: the VM's drift hits all alike."""
     lines = [encode(e) for e in events]
-    rates: dict[str, list[float]] = {k: [] for k in ("raw", "nlp", "whole", "restarted")}
-    ratios: dict[str, list[float]] = {k: [] for k in ("nlp", "whole", "restarted")}
+    warm_lines = [encode(e) for e in warm_events] if warm_events else None
+    keys = ("raw", "nlp", "whole", "restarted", *(("warm",) if warm_lines else ()))
+    rates: dict[str, list[float]] = {k: [] for k in keys}
+    ratios: dict[str, list[float]] = {k: [] for k in keys if k != "raw"}
     for i in range(rounds):
         r = raw_pipe_rate(events)
         n = offline_rate(events, policy)
         w, cold = eval_answers_rate(lines, policy)
-        s, warm = eval_answers_rate(lines, policy, tmp / f"store-{id(events)}-{i}")
-        assert warm == cold, "verdicts with a filled context store differ from those without"
-        for key, value in (("raw", r), ("nlp", n), ("whole", w), ("restarted", s)):
+        s, stored = eval_answers_rate(lines, policy, tmp / f"store-{id(events)}-{i}")
+        assert stored == cold, "verdicts with a filled context store differ from those without"
+        got = [("raw", r), ("nlp", n), ("whole", w), ("restarted", s)]
+        if warm_lines is not None:
+            h, warm = eval_answers_rate(lines, policy, warm_lines=warm_lines)
+            assert warm == cold, "verdicts after other answers differ from those of a fresh run"
+            got.append(("warm", h))
+        for key, value in got:
             rates[key].append(value)
             if key != "raw":
                 ratios[key].append(value / r)
@@ -143,14 +168,19 @@ def main() -> None:
         events = rag_events(args.data, args.rag_n, pool)
         distinct = len({c.text for e in events for c in e.context_passages})
         print(f"2/3. {shape}: {len(events)} answers, {distinct} distinct contexts", flush=True)
-        got = interleaved(events, policy, args.rounds, tmp)
+        warm_events = (
+            rag_events(args.data, args.rag_n, pool, besides=True) if pool == RARE_POOL else None
+        )
+        got = interleaved(events, policy, args.rounds, tmp, warm_events)
         raw = f"{got['raw']:.1f}"
         for key, name in (
             ("nlp", "NLP tier vs raw nlp.pipe"),
             ("whole", "eval answers vs raw nlp.pipe"),
             ("restarted", "eval answers, store filled, vs raw"),
+            ("warm", "eval answers, warm, vs raw"),
         ):
-            rows.append((f"{name}, {shape}", f"{got[key]:.1f}", raw, got[f"{key} ratio"]))
+            if key in got:
+                rows.append((f"{name}, {shape}", f"{got[key]:.1f}", raw, got[f"{key} ratio"]))
 
     print(f"\nheadline ratios, {started:%Y-%m-%d}, load {os.getloadavg()[0]:.2f} at the end")
     print(f"{'measure':<52}{'answers/s':>11}{'reference/s':>13}{'ratio':>8}")

@@ -74,9 +74,17 @@ def swap_detail(answer: str, other: str, rng: random.Random) -> str:
     return answer
 
 
-def rag_events(data: Path, n: int, pool_size: int, seed: int = 7) -> list[AnswerEvent]:
+def rag_events(
+    data: Path, n: int, pool_size: int, seed: int = 7, besides: bool = False
+) -> list[AnswerEvent]:
+    """``n`` answers over contexts drawn from ``pool_size`` abstracts; ``besides``: from the
+    abstracts that pool leaves out instead (as many as there are), so no context is shared."""
     rng = random.Random(seed)
-    pool = rng.sample(abstracts(data), pool_size)
+    every = abstracts(data)
+    pool = rng.sample(every, pool_size)
+    if besides:
+        chosen = set(pool)
+        pool = [text for text in every if text not in chosen]
     events = []
     for i in range(n):
         source, *others = rng.sample(pool, 3)
