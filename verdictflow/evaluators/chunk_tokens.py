@@ -43,7 +43,8 @@ from typing import Any, Generic, NamedTuple, TypeVar
 V = TypeVar("V")
 
 #: Chunks kept (cleared when full), of at most :data:`CHUNK_CHARS` characters each (a longer
-#: one, a URL or a run of symbols, is read afresh every time): ~250 bytes a chunk, ~25 MB.
+#: one, a URL or a run of symbols, is read afresh every time): 366 bytes a chunk measured over
+#: 4,120 SciFact abstracts (83,761 chunks, 29 MiB), so ~35 MiB when full.
 CHUNK_CACHE = 100_000
 CHUNK_CHARS = 48
 

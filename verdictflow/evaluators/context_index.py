@@ -6,9 +6,10 @@ per answer cost nine tenths of the NLP tier's time on RAG-shaped traffic (issue 
 module builds the same :class:`EvidenceIndex` from what matching needs, at a small fraction of
 the cost:
 
-- **tokens, words, content words**: the pipeline's own tokenizer (``nlp.make_doc``) and spaCy's
-  lexical attributes (``is_punct``, ``is_stop``, ``like_num``), which need no model, so spans
-  and words are exactly those of a full parse;
+- **tokens, words, content words**: the pipeline's own tokenizer, read chunk by chunk with each
+  chunk's tokens kept (:mod:`~verdictflow.evaluators.chunk_tokens`: the same tokens as
+  ``nlp.make_doc``), and spaCy's lexical attributes (``is_punct``, ``is_stop``, ``like_num``),
+  which need no model, so spans and words are exactly those of a full parse;
 - **sentences**: spaCy's rule-based ``Sentencizer`` instead of the parser;
 - **lemmas**: the pipeline's rule lemmatizer asked for every part of speech a word could have
   (noun, verb, adjective; adverbs are their own lemma but for a few exceptions) instead of the
