@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from tests.support.paths import SHARED_DATA
 from verdictflow.evaluators import chunk_tokens
 from verdictflow.evaluators.answer_analysis import COMPONENTS
-from verdictflow.evaluators.chunk_tokens import ChunkMemo
+from verdictflow.evaluators.chunk_tokens import ChunkMemo, Exceptions, exception_pairs
 from verdictflow.evaluators.context_index import ContextIndexer, Form
 from verdictflow.nlp import load_pipeline
 
@@ -33,27 +33,39 @@ def nlp():
     return load_pipeline(COMPONENTS)
 
 
+@pytest.fixture(scope="module")
+def exceptions(nlp) -> Exceptions:
+    """Read once for the module (~40 ms a read): each example gets a fresh memo with them."""
+    return exception_pairs(nlp.tokenizer)
+
+
 def whole(indexer: ContextIndexer, nlp, text: str) -> tuple[list[Form], list[int]]:
     forms, offsets, _ = indexer._tokens(nlp.make_doc(text))
     return forms, offsets
 
 
-def doc_only(nlp) -> ContextIndexer:
+def fresh(nlp, exceptions: Exceptions) -> ContextIndexer:
+    return ContextIndexer(nlp, chunks=ChunkMemo(exceptions=exceptions))
+
+
+def doc_only(nlp, exceptions: Exceptions) -> ContextIndexer:
     """An indexer that hands every text to spaCy whole: the reference."""
-    indexer = ContextIndexer(nlp)
+    indexer = fresh(nlp, exceptions)
     indexer._chunks.tokens = lambda text: None  # type: ignore[method-assign]
     return indexer
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(PIECES), st.sampled_from(SEPARATORS)), max_size=25))
-def test_the_tokens_are_spacys_for_the_whole_text(nlp, parts: list[tuple[str, str]]) -> None:
+def test_the_tokens_are_spacys_for_the_whole_text(
+    nlp, exceptions: Exceptions, parts: list[tuple[str, str]]
+) -> None:
     text = "".join(piece + gap for piece, gap in parts)
-    indexer = ContextIndexer(nlp)
+    indexer = fresh(nlp, exceptions)
     chunked = indexer._chunks.tokens(text)
     if chunked is not None:
         assert chunked == whole(indexer, nlp, text), text
-    assert indexer.index(text) == doc_only(nlp).index(text)
+    assert indexer.index(text) == doc_only(nlp, exceptions).index(text)
 
 
 #: Fragments of the exceptions' patterns, glued into chunks a space apart: matches across
@@ -69,14 +81,16 @@ FRAGMENTS = ["'", "''", ":", "-", ")", "(", "):", ":-)", "(:", ":)", "8", "D", "
         max_size=6,
     )
 )
-def test_matches_across_chunks_never_change_the_tokens(nlp, words: list[str]) -> None:
+def test_matches_across_chunks_never_change_the_tokens(
+    nlp, exceptions: Exceptions, words: list[str]
+) -> None:
     text = " ".join(words)
-    indexer = ContextIndexer(nlp)
+    indexer = fresh(nlp, exceptions)
     chunked = indexer._chunks.tokens(text)
     assert chunked is None or chunked == whole(indexer, nlp, text), text
 
 
-def test_a_match_across_chunks_hands_the_text_to_spacy_whole(nlp) -> None:
+def test_a_match_across_chunks_hands_the_text_to_spacy_whole(nlp, exceptions) -> None:
     # spaCy: "''" is one token alone, but after "' " the matcher's pattern "'", "'" crosses
     # the space and wins, and "''" stays two tokens; ") :" likewise.
     memo: ChunkMemo[Form] = ChunkMemo()
@@ -85,7 +99,7 @@ def test_a_match_across_chunks_hands_the_text_to_spacy_whole(nlp) -> None:
         assert indexer._chunks.tokens(text) is None
         forms, _ = whole(indexer, nlp, text)
         assert [f.text for f in forms] != [f.text for w in text.split() for f in _alone(nlp, w)]
-        assert indexer.index(text) == doc_only(nlp).index(text)
+        assert indexer.index(text) == doc_only(nlp, exceptions).index(text)
     assert memo.whole >= 2
     assert indexer._chunks.tokens("Prices rose (3%). They fell :) later.") is not None
 
