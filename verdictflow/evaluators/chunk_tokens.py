@@ -67,13 +67,22 @@ class Chunk(NamedTuple, Generic[V]):
 
 class Exceptions(NamedTuple):
     """What a match of the tokenizer's exceptions across a chunk boundary needs
-    (:func:`exception_pairs`)."""
+    (:func:`exception_pairs`), read once per model."""
 
     #: Two tokens in a row in some exception's matcher pattern.
     pairs: frozenset[tuple[str, str]]
     #: A token an exception gives (its first or last), to the pattern tokens it came from.
     first_from: dict[str, frozenset[str]]
     last_from: dict[str, frozenset[str]]
+    #: The first and the second tokens of the pairs.
+    pair_firsts: frozenset[str]
+    pair_seconds: frozenset[str]
+    #: A chunk's first (last) token that can end up in a crossing match, itself or through the
+    #: pattern tokens an exception made it of; any other needs no look.
+    may_start: frozenset[str]
+    may_end: frozenset[str]
+    #: Whether chunks a line apart can share no match (``ChunkTokens._learn_words``).
+    lines_apart: bool
 
 
 @dataclass
@@ -116,10 +125,17 @@ def exception_pairs(tokenizer: Any) -> Exceptions:
         given = [token.text for token in tokenizer(exception)]
         first_from.setdefault(given[0], set()).add(pattern[0])
         last_from.setdefault(given[-1], set()).add(pattern[-1])
+    pair_firsts = frozenset(a for a, _ in pairs)
+    pair_seconds = frozenset(b for _, b in pairs)
     return Exceptions(
         frozenset(pairs),
         {token: frozenset(found) for token, found in first_from.items()},
         {token: frozenset(found) for token, found in last_from.items()},
+        pair_firsts,
+        pair_seconds,
+        pair_seconds | first_from.keys(),
+        pair_firsts | last_from.keys(),
+        not any("\n" in pair for pair in pairs),
     )
 
 
@@ -142,17 +158,8 @@ class ChunkTokens(Generic[V]):
         self._memo = memo
         if memo.exceptions is None:
             memo.exceptions = exception_pairs(tokenizer)
+        self._exceptions = memo.exceptions
         self._pairs = memo.exceptions.pairs
-        self._first_from = memo.exceptions.first_from
-        self._last_from = memo.exceptions.last_from
-        self._pair_firsts = frozenset(a for a, _ in self._pairs)
-        self._pair_seconds = frozenset(b for _, b in self._pairs)
-        #: A chunk's first (last) token that can start (end) a crossing match itself or
-        #: through the pattern tokens an exception made it of.
-        self._may_start = self._pair_seconds | self._first_from.keys()
-        self._may_end = self._pair_firsts | self._last_from.keys()
-        #: Whether chunks a line apart can share no match (:meth:`_learn_words`).
-        self._lines_apart = not any("\n" in pair for pair in self._pairs)
 
     def tokens(self, text: str) -> tuple[list[V], list[int]] | None:
         """Each token's value and character offset, or None where the text must be tokenized
@@ -203,15 +210,7 @@ class ChunkTokens(Generic[V]):
             if start != pos:
                 left = self._space(text, pos, start, values, offsets, left)
             word = match.group()
-            chunk = chunks.get(word) or self._learn(word)
-            if left is not None and chunk.first is not None:
-                self._check(left, chunk.first)
-            left = chunk.last
-            values += chunk.values
-            if len(chunk.offsets) == 1:
-                offsets.append(start)
-            else:
-                offsets += [start + offset for offset in chunk.offsets]
+            left = self._put(chunks.get(word) or self._learn(word), start, values, offsets, left)
             pos = match.end()
         if pos != len(text):
             self._space(text, pos, len(text), values, offsets, left)
@@ -238,11 +237,27 @@ class ChunkTokens(Generic[V]):
             if start == end:
                 return left
         piece = text[start:end]
-        chunk = self._memo.chunks.get(piece) or self._learn(piece)
+        return self._put(
+            self._memo.chunks.get(piece) or self._learn(piece), start, values, offsets, left
+        )
+
+    def _put(
+        self,
+        chunk: Chunk[V],
+        start: int,
+        values: list[V],
+        offsets: list[int],
+        left: frozenset[str] | None,
+    ) -> frozenset[str] | None:
+        """Add ``chunk``'s tokens at ``start``, after checking that no match crosses into it
+        from ``left`` (the last chunk's); returns what the next chunk is checked against."""
         if left is not None and chunk.first is not None:
             self._check(left, chunk.first)
         values += chunk.values
-        offsets += [start + offset for offset in chunk.offsets]
+        if len(chunk.offsets) == 1:
+            offsets.append(start)
+        else:
+            offsets += [start + offset for offset in chunk.offsets]
         return chunk.last
 
     def _learn(self, piece: str) -> Chunk[V]:
@@ -265,7 +280,7 @@ class ChunkTokens(Generic[V]):
         tokens are those of its chunk alone."""
         from spacy.attrs import IDX, ORTH
 
-        if len(words) == 1 or not self._lines_apart:
+        if len(words) == 1 or not self._exceptions.lines_apart:
             for word in words:
                 self._learn(word)
             return
@@ -299,11 +314,12 @@ class ChunkTokens(Generic[V]):
     def _chunk(
         self, values: Sequence[V], offsets: tuple[int, ...], first: str, last: str
     ) -> Chunk[V]:
+        exceptions = self._exceptions
         firsts = lasts = None
-        if first in self._may_start:
-            found = self._first_from.get(first, frozenset()) | {first}
-            firsts = found if found & self._pair_seconds else None
-        if last in self._may_end:
-            found = self._last_from.get(last, frozenset()) | {last}
-            lasts = found if found & self._pair_firsts else None
+        if first in exceptions.may_start:
+            found = exceptions.first_from.get(first, frozenset()) | {first}
+            firsts = found if found & exceptions.pair_seconds else None
+        if last in exceptions.may_end:
+            found = exceptions.last_from.get(last, frozenset()) | {last}
+            lasts = found if found & exceptions.pair_firsts else None
         return Chunk(tuple(values), offsets, firsts, lasts)
