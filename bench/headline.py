@@ -14,7 +14,8 @@ measured in the same run, with the machine and its load.
    (``evaluate_answers``: every kind, consistency, the outputs) in this process, spaCy loaded
    and the context cache fresh, so start-up (imports, spaCy load) is left out as it is from
    raw ``nlp.pipe``. (Until 2026-11-27 this was the marginal of two command runs, first half
-   and whole file: it swung 0.29-0.66x between runs.)
+   and whole file: it swung 0.29-0.66x between runs.) The process's collector is tuned as the
+   command tunes its own (``verdictflow/gc_tuning.py``, since 2026-11-30), for every row.
 
 4. **``eval answers`` after a restart**: the same as 3 with the data dir's context store
    (``verdictflow/context_store.py``) filled by an earlier, untimed run over the same answers,
@@ -54,6 +55,7 @@ from harness import machine
 from rag_nlp_tier import offline_rate, rag_events, raw_pipe_rate
 
 from verdictflow.evaluators.policy import Policy
+from verdictflow.gc_tuning import tune_for_throughput
 from verdictflow.models.codec import encode
 from verdictflow.models.events import AnswerEvent
 from verdictflow.samples.traffic import generate
@@ -164,6 +166,11 @@ def main() -> None:
         ("lexical tier vs Faust forward", f"{lexical:,.0f}", f"{forward:,.0f}", ratio),
     ]
     policy = Policy()
+    # As ``eval answers`` and the workers do once loaded (verdictflow/gc_tuning.py): start-up
+    # heap and pipeline frozen, the young generation collected every 10,000 allocations. The
+    # references (raw ``nlp.pipe``) run in this process too, under the same collector.
+    list(evaluate_answers([encode(e) for e in rag_events(args.data, 8, 450)], load_scoring(policy)))
+    tune_for_throughput()
     for shape, pool in POOLS.items():
         events = rag_events(args.data, args.rag_n, pool)
         distinct = len({c.text for e in events for c in e.context_passages})

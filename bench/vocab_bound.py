@@ -84,7 +84,7 @@ def isolated(words: int) -> None:
     from verdictflow.nlp import load_pipeline, parsing_batch
 
     gc.freeze()  # a worker's start-up heap; its pipeline is loaded after (on its first batch)
-    gc.set_threshold(10_000, 10, 10)  # and its collector's thresholds (streams/gc_tuning.py)
+    gc.set_threshold(10_000, 10, 10)  # and its collector's thresholds (gc_tuning.py)
     load_pipeline(COMPONENTS)("Warm up.")
     steps = {"loaded": resident_mib()}
     with parsing_batch(words // 2):

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import settings as hypothesis_settings
 
 from tests.support.processes import WorkerProcess
+from verdictflow.gc_tuning import is_tuned, untune
 from verdictflow.settings import Settings
 from verdictflow.streams.broker import EmbeddedBroker
 
@@ -27,6 +28,15 @@ os.environ.setdefault("NUMBA_DISABLE_JIT", "1")
 #: deadline per example failed a 0.07 ms property once when a slow 2-core VM stalled for 430 ms.
 hypothesis_settings.register_profile("verdictflow", deadline=None)
 hypothesis_settings.load_profile("verdictflow")
+
+
+@pytest.fixture(autouse=True)
+def collector_defaults() -> Iterator[None]:
+    """A command run in-process (``eval answers`` by typer's runner) tunes the collector for
+    its process (``verdictflow/gc_tuning.py``): the next test gets CPython's defaults back."""
+    yield
+    if is_tuned():
+        untune()
 
 
 @pytest.fixture(scope="session")

@@ -25,6 +25,7 @@ from typing import Any
 
 from verdictflow.attribute_rules import faster_attribute_rules
 from verdictflow.exceptions import VerdictflowError
+from verdictflow.gc_tuning import freeze_loaded, thaw
 
 logger = logging.getLogger(__name__)
 
@@ -211,6 +212,7 @@ class _Loaded:
             nlp = self.pipelines.get(components)
             if nlp is None:
                 nlp = self.pipelines[components] = _fresh(components)
+                freeze_loaded(f"spaCy pipeline {','.join(components)}")
             return nlp
 
     def renew_grown(self, limit: int) -> None:
@@ -229,9 +231,9 @@ class _Loaded:
             )
         if grown:
             # A pipeline is full of reference cycles: only the cyclic collector frees it, and
-            # a worker's oldest generation is collected rarely (streams/gc_tuning.py). One
-            # pipeline loaded before ``gc.freeze`` would never be freed: workers load theirs on
-            # the first batch, after it.
+            # a tuned process froze it after loading it (gc_tuning.py): thawed, one full
+            # collection frees it at once; the next load freezes what lives again.
+            thaw()
             started = time.perf_counter()
             found = gc.collect()
             logger.info(

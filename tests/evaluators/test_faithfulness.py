@@ -8,6 +8,8 @@ from importlib import resources
 
 import pytest
 
+from verdictflow.evaluators import answer_analysis
+from verdictflow.evaluators.answer_quality_verdicts import score_hallucination
 from verdictflow.evaluators.faithfulness import faithfulness_signals, score_faithfulness
 from verdictflow.evaluators.faithfulness_model import (
     FaithfulnessModel,
@@ -16,6 +18,7 @@ from verdictflow.evaluators.faithfulness_model import (
     model_bytes,
 )
 from verdictflow.evaluators.faithfulness_signals import DIRECTIONS, SIGNAL_NAMES
+from verdictflow.evaluators.hallucination import HallucinationResult
 from verdictflow.evaluators.policy import Policy
 from verdictflow.models.events import AnswerEvent
 from verdictflow.models.verdicts import Decision, ReasonCode, Verdict
@@ -575,3 +578,32 @@ def test_digits_that_int_cannot_read_are_not_taken_for_a_number_word() -> None:
 
     token = AnswerToken("3²", "3²", "NUM", 0, 2, False)
     assert _spelled_before(token, [token], []) is False
+
+
+def test_the_hallucination_verdict_and_the_signals_share_one_anchor_check(
+    scoring: Scoring, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both read the same check of the answer's anchors: it is computed once an answer (it was
+    computed twice, ~0.4 ms an answer on RAG traffic), again only for other drift settings."""
+    real = answer_analysis.hallucination
+    calls: list[float] = []
+
+    def counted(*args: object, **kwargs: float) -> HallucinationResult:
+        calls.append(kwargs["drift_min_overlap"])
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(answer_analysis, "hallucination", counted)
+    event = AnswerEvent(
+        id="a", answer="About 3,000 people protested in Berlin.", contexts=[CONTEXT]
+    )
+    (parsed,) = scoring.analyzer.analyze([event])
+    hallucination = score_hallucination(event, parsed, scoring.ctx)
+    faithfulness = score_faithfulness(event, parsed, scoring.ctx)
+    assert calls == [Policy().hallucination.drift_min_overlap]
+    unsupported = [
+        a["text"] for a in hallucination.evidence["anchors"] if a["support"] == "unsupported"
+    ]
+    assert "3,000" in " ".join(unsupported)  # the context: about 2,000
+    assert "3,000" in " ".join(findings(faithfulness, "fabricated_facts"))
+    parsed.anchor_checks(0.5, 0.2)
+    assert calls == [Policy().hallucination.drift_min_overlap, 0.5]

@@ -75,6 +75,7 @@ def eval_answers(
     dead letters on stderr."""
     from verdictflow.cli.options import build_settings
     from verdictflow.evaluators.policy import load_policy
+    from verdictflow.gc_tuning import tune_for_throughput
     from verdictflow.models.codec import DEFAULT_MAX_EVENT_BYTES
     from verdictflow.scoring_jobs.batch.answer_chunks import ChunkScorers
     from verdictflow.scoring_jobs.batch.eval_answers import CHUNK_LINES
@@ -103,6 +104,7 @@ def eval_answers(
         # a bad --idf-stats fails here, in this process; with scoring processes this one only
         # closes consistency groups, so it imports nothing for the lexical kinds
         scoring = recipe.load(warm_up=scorers is None)
+        tune_for_throughput()  # a long batch job: its collector as a worker's (gc_tuning.py)
         outputs = _scored_with_progress(lines, total, scoring, scorers, source_name(file), settings)
     verdicts = [o.verdict for o in outputs if o.verdict is not None]
     dead_letters = [o.dead_letter for o in outputs if o.dead_letter is not None]

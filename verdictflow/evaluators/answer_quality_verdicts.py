@@ -18,7 +18,6 @@ from verdictflow.evaluators.answer_verdicts import (
     build_verdict,
     capped,
 )
-from verdictflow.evaluators.hallucination import hallucination
 from verdictflow.evaluators.policy import defer, gate, gate_at_most
 from verdictflow.models.events import AnswerEvent
 from verdictflow.models.verdicts import Decision, Reason, ReasonCode, Verdict, VerdictKind
@@ -88,10 +87,7 @@ def score_hallucination(event: AnswerEvent, parsed: ParsedAnswer, ctx: ScoringCo
     """max(claim error, drift penalty) over the answer's anchors; DEFER without anchors."""
     policy = ctx.policy.hallucination
     cap = ctx.policy.evidence.max_tokens
-    result = hallucination(
-        parsed.anchors, parsed.hedged, parsed.content_words, parsed.contexts,
-        drift_min_overlap=policy.drift_min_overlap, drift_penalty=policy.drift_penalty,
-    )  # fmt: skip
+    result = parsed.anchor_checks(policy.drift_min_overlap, policy.drift_penalty)
     checks = [c.evidence(parsed.contexts) for c in result.checks]
     evidence: dict[str, Any] = {
         "claim_error": result.claim_error,

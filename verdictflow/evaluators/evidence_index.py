@@ -9,6 +9,7 @@ cache it; the index is small (values, word sequence, per-sentence lemma sets) co
 from __future__ import annotations
 
 import itertools
+import re
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -27,6 +28,12 @@ from verdictflow.evaluators.quantities import (
 from verdictflow.evaluators.tokenize import stop_words as _stop_words
 
 Span = tuple[int, int]
+#: A number as written: digit runs joined by separators ("1,000", "12.30", "12:30", "3/4");
+#: in a context also with a space after the separator, as text detokenised from a tokenised
+#: corpus or a PDF has it (QAGS CNN/DM's articles: "735, 000" for "735,000").
+_NUMBER = re.compile(r"\d+(?:[.,:/]\d+)*")
+_SPACED_NUMBER = re.compile(r"\d+(?:[.,:/] ?\d+)*")
+_DIGITS = re.compile(r"\d+")
 #: The longest acronym :meth:`EvidenceIndex.find_acronym` expands.
 ACRONYM_MAX_LETTERS = 6
 _ACRONYM_CONNECTORS = frozenset({"of", "and", "the", "for", "&"})
@@ -62,6 +69,24 @@ class EvidenceIndex:
     _by_value: dict[int, dict[tuple[bool, Decimal], int]] = field(
         init=False, repr=False, compare=False, default_factory=dict
     )
+
+    _written_numbers: frozenset[tuple[str, ...]] | None = field(
+        init=False, repr=False, compare=False, default=None
+    )
+
+    def written_numbers(self) -> frozenset[tuple[str, ...]]:
+        """Every number written in the text (:data:`_NUMBER`, :data:`_SPACED_NUMBER`) as its
+        :func:`digit_runs`, built on first use: a recurring context pays for the scan once,
+        not once per answer (the faithfulness signals' number checks read it)."""
+        if self._written_numbers is None:
+            found = frozenset(
+                digit_runs(m.group())
+                for pattern in (_NUMBER, _SPACED_NUMBER)
+                for m in pattern.finditer(self.text)
+            )
+            object.__setattr__(self, "_written_numbers", found)
+            return found
+        return self._written_numbers
 
     def __post_init__(self) -> None:
         offsets, position = [], 1
@@ -170,6 +195,11 @@ def context_excerpt(contexts: Sequence[EvidenceIndex], index: int, span: Span) -
 def content_words(doc: Any) -> list[str]:
     """Lowercased words that are neither punctuation, space nor stop words, in order."""
     return [t.lower_ for t in doc if not (t.is_punct or t.is_space or t.is_stop)]
+
+
+def digit_runs(text: str) -> tuple[str, ...]:
+    """A written number as its runs of digits: "12.30" and "12:30", "£42.5m" and "42.5" agree."""
+    return tuple(_DIGITS.findall(text))
 
 
 def bigrams(words: Sequence[str]) -> frozenset[tuple[str, str]]:

@@ -24,7 +24,7 @@ from verdictflow.evaluators.answer_verdicts import (
 )
 from verdictflow.evaluators.faithfulness_signals import Finding, Signals, compute_signals
 from verdictflow.evaluators.groundedness import groundedness
-from verdictflow.evaluators.hallucination import HallucinationResult, hallucination
+from verdictflow.evaluators.hallucination import HallucinationResult
 from verdictflow.evaluators.policy import defer, gate
 from verdictflow.evaluators.relations import confirmed_comparisons
 from verdictflow.models.events import AnswerEvent
@@ -42,10 +42,7 @@ def anchor_checks(parsed: ParsedAnswer, ctx: ScoringContext) -> HallucinationRes
     """The hallucination check of the answer's anchors, as the signals read it (spec 003's
     policy settings)."""
     policy = ctx.policy.hallucination
-    return hallucination(
-        parsed.anchors, parsed.hedged, parsed.content_words, parsed.contexts,
-        drift_min_overlap=policy.drift_min_overlap, drift_penalty=policy.drift_penalty,
-    )  # fmt: skip
+    return parsed.anchor_checks(policy.drift_min_overlap, policy.drift_penalty)
 
 
 def faithfulness_signals(event: AnswerEvent, parsed: ParsedAnswer, ctx: ScoringContext) -> Signals:

@@ -62,7 +62,6 @@ Pure: plain values in, plain values out; no model, no I/O.
 from __future__ import annotations
 
 import math
-import re
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -76,7 +75,7 @@ from verdictflow.evaluators.claim_alignment import (
     context_sentences,
     found_in,
 )
-from verdictflow.evaluators.evidence_index import EvidenceIndex, Span, context_excerpt
+from verdictflow.evaluators.evidence_index import EvidenceIndex, Span, context_excerpt, digit_runs
 from verdictflow.evaluators.hallucination import AnchorCheck, HallucinationResult
 from verdictflow.evaluators.quantities import NUMBER_WORDS
 from verdictflow.evaluators.relation_frames import Frame
@@ -303,7 +302,7 @@ def _anchor_signals(
         first = bisect_left(starts, a.start)  # a novel word starts inside the anchor
         if first < len(starts) and starts[first] < a.end:
             return True
-        runs = _digit_runs(a.text)
+        runs = digit_runs(a.text)
         return bool(runs) and runs not in numbers
 
     fact_values, made_up = fact_signals(result, fabricated)
@@ -336,26 +335,8 @@ def fact_signals(
     }, made_up
 
 
-#: A number as written: digit runs joined by separators ("1,000", "12.30", "12:30", "3/4");
-#: in a context also with a space after the separator, as text detokenised from a tokenised
-#: corpus or a PDF has it (QAGS CNN/DM's articles: "735, 000" for "735,000").
-_NUMBER = re.compile(r"\d+(?:[.,:/]\d+)*")
-_SPACED_NUMBER = re.compile(r"\d+(?:[.,:/] ?\d+)*")
-_DIGITS = re.compile(r"\d+")
-
-
-def _digit_runs(text: str) -> tuple[str, ...]:
-    """A written number as its runs of digits: "12.30" and "12:30", "£42.5m" and "42.5" agree."""
-    return tuple(_DIGITS.findall(text))
-
-
 def _context_numbers(contexts: Sequence[EvidenceIndex]) -> frozenset[tuple[str, ...]]:
-    return frozenset(
-        _digit_runs(m.group())
-        for c in contexts
-        for pattern in (_NUMBER, _SPACED_NUMBER)
-        for m in pattern.finditer(c.text)
-    )
+    return frozenset().union(*(c.written_numbers() for c in contexts))
 
 
 def _novel_tokens(
@@ -378,7 +359,7 @@ def _novel_tokens(
     def found(token: AnswerToken, following: Sequence[AnswerToken]) -> bool:
         if found_in(token, all_terms):
             return True
-        runs = _digit_runs(token.lower)
+        runs = digit_runs(token.lower)
         if runs:
             return runs in numbers or _spelled_before(token, following, contexts)
         return token.named and any(c.find_acronym(token.lower) for c in contexts)
@@ -411,7 +392,7 @@ def _novelty_signals(
     half") is often an inference or a phrase, and the hallucination check's value comparison
     ("two" = "2") is what tells a wrong count (``fabricated_facts``)."""
     tokens = [t for s in sentences for t in s.tokens]
-    written = [t for t in novel if t.pos == "NUM" and _digit_runs(t.lower)]
+    written = [t for t in novel if t.pos == "NUM" and digit_runs(t.lower)]
     values["novel_word_share"] = _share(len(novel), len(tokens))
     values["novel_propn"] = _log_count(sum(t.pos == "PROPN" for t in novel))
     values["novel_number"] = _log_count(len(written))

@@ -46,6 +46,7 @@ from pydantic import ValidationError
 from verdictflow.evaluators.gate_verdicts import overall
 from verdictflow.evaluators.policy import Policy, load_policy
 from verdictflow.exceptions import InvalidEvent
+from verdictflow.gc_tuning import tune_for_throughput
 from verdictflow.ingest.gate import Gate, check_options
 from verdictflow.ingest.otlp import OtlpDecodeError, parse_json, parse_protobuf, response, spans_of
 from verdictflow.input_files import BOM
@@ -57,7 +58,6 @@ from verdictflow.pipelines.traces import keep
 from verdictflow.scoring_setup import load_scoring
 from verdictflow.settings import Settings
 from verdictflow.streams.admin import ensure_topics
-from verdictflow.streams.gc_tuning import tune_for_throughput
 from verdictflow.streams.replay import make_producer
 from verdictflow.streams.topics import ANSWERS, SPANS
 from verdictflow.web.errors import error_response as _error
@@ -186,7 +186,7 @@ def create_ingest_app(
 ) -> FastAPI:
     """The receiver; ``producer`` lets tests and benches hand in their own; ``tune_gc`` (the
     ``ingest`` command) tunes the process's garbage collector once the gate is loaded, as the
-    workers do (:mod:`verdictflow.streams.gc_tuning`: it cut the gate's p99)."""
+    workers do (:mod:`verdictflow.gc_tuning`: it cut the gate's p99)."""
     metrics = IngestMetrics()
     spans_topic = settings.topic_prefix + SPANS
     answers_topic = settings.topic_prefix + ANSWERS

@@ -11,7 +11,7 @@ import threading
 
 import faust
 
-from verdictflow.streams.gc_tuning import tune_for_throughput
+from verdictflow.gc_tuning import tune_for_throughput
 
 logger = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ class BoundedShutdownWorker(faust.Worker):  # type: ignore[misc]  # faust is unt
         # side they join together; the dependency loop that follows finds them started.
         if self.services:
             await asyncio.gather(*(app.maybe_start() for app in (*self.services, self.app)))
-        tune_for_throughput()  # start-up is over: see streams/gc_tuning.py
+        tune_for_throughput()  # start-up is over: see gc_tuning.py
 
     def _schedule_shutdown(self, signal_: signal.Signals) -> None:
         if not self._signal_stop_time:

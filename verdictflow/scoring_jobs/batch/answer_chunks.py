@@ -32,6 +32,7 @@ from types import TracebackType
 
 from verdictflow.evaluators.answer_analysis import COMPONENTS
 from verdictflow.exceptions import VerdictflowError
+from verdictflow.gc_tuning import tune_for_throughput
 from verdictflow.nlp import load_pipeline, parsing_batch
 from verdictflow.pipelines import Output
 from verdictflow.pipelines.answers import answer_outputs
@@ -135,6 +136,7 @@ def _start_child(recipe: ScoringRecipe, max_bytes: int, vocab_limit: int) -> Non
     global _CHILD
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _CHILD = (recipe.load(), max_bytes, vocab_limit)
+    tune_for_throughput()  # the pipeline loaded next is frozen too (gc_tuning.py)
     with parsing_batch(vocab_limit):
         load_pipeline(COMPONENTS)
 
