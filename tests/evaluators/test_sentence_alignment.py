@@ -1,4 +1,4 @@
-"""The vectorised sentence alignment against its direct definition, on random sets."""
+"""The bit-set sentence alignment against its direct definition, on random sets."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def direct(words: list[tuple[str, str]], terms: list[frozenset[str]], contexts: 
     st.lists(st.tuples(WORDS, WORDS), min_size=1, max_size=70),
     st.lists(st.tuples(SENTENCE, st.integers(0, 2)), min_size=1, max_size=12),
 )
-def test_the_vectorised_coverage_is_the_definition(words, sentences) -> None:
+def test_the_bit_set_coverage_is_the_definition(words, sentences) -> None:
     sentences.sort(key=lambda s: s[1])  # sentences of one context are consecutive
     terms = [t for t, _ in sentences]
     contexts = [c for _, c in sentences]
