@@ -15,9 +15,11 @@ Nothing is disabled: reference cycles are still found, a little later; the extra
 is bounded by 10,000 young objects. A verdict does not depend on when the collector runs.
 
 A spaCy pipeline is loaded later, on the first batch that parses (a lexical-tier worker never
-loads one), and it is ~580,000 more long-lived objects: in a tuned process
+loads one), and it is ~50,000 more long-lived objects: in a tuned process
 :func:`freeze_loaded` freezes it too once loaded. On RAG-shaped ``eval answers`` (issue 41) the
-collector took 4.6-5.2 % of the time untuned and 1.3 % tuned with the pipeline frozen. A frozen
+collector took 4.6-5.2 % of the time untuned and 1.7-1.9 % tuned as the command tunes (1.3 %
+with WordNet's ~450,000 objects, loaded on the first answer, frozen too: no difference within
+a 600-answer run, so they are left to the collector). A frozen
 pipeline, full of reference cycles, could never be freed, so before one is dropped for its
 grown vocabulary (``verdictflow.nlp.parsing_batch``) :func:`thaw` gives the frozen heap back to
 the collector; the next pipeline's load freezes everything again.
