@@ -19,7 +19,7 @@ from verdictflow.evaluators.faithfulness_model import (
 )
 from verdictflow.evaluators.faithfulness_signals import DIRECTIONS, SIGNAL_NAMES
 from verdictflow.evaluators.hallucination import HallucinationResult
-from verdictflow.evaluators.policy import Policy
+from verdictflow.evaluators.policy import HallucinationPolicy, Policy
 from verdictflow.models.events import AnswerEvent
 from verdictflow.models.verdicts import Decision, ReasonCode, Verdict
 from verdictflow.scoring_setup import Scoring, load_scoring
@@ -605,5 +605,5 @@ def test_the_hallucination_verdict_and_the_signals_share_one_anchor_check(
     ]
     assert "3,000" in " ".join(unsupported)  # the context: about 2,000
     assert "3,000" in " ".join(findings(faithfulness, "fabricated_facts"))
-    parsed.anchor_checks(0.5, 0.2)
+    parsed.anchor_checks(HallucinationPolicy(drift_min_overlap=0.5))
     assert calls == [Policy().hallucination.drift_min_overlap, 0.5]

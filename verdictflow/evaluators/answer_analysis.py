@@ -40,6 +40,7 @@ from verdictflow.evaluators.evidence_index import (
 )
 from verdictflow.evaluators.faithfulness_signals import SentenceRelations
 from verdictflow.evaluators.hallucination import HallucinationResult, hallucination
+from verdictflow.evaluators.policy import HallucinationPolicy
 from verdictflow.evaluators.relation_frames import MAX_SUPPORT_CHARS, Frame, frame
 from verdictflow.evaluators.relations import checkable
 from verdictflow.models.events import AnswerEvent
@@ -81,16 +82,16 @@ class ParsedAnswer:
         default_factory=dict, init=False, repr=False, compare=False
     )
 
-    def anchor_checks(self, drift_min_overlap: float, drift_penalty: float) -> HallucinationResult:
+    def anchor_checks(self, policy: HallucinationPolicy) -> HallucinationResult:
         """The hallucination check of the answer's anchors against its contexts (spec 003),
         computed once per drift setting: the hallucination verdict and the faithfulness
         signals both read it (it was computed twice, ~0.4 ms an answer on RAG traffic)."""
-        key = (drift_min_overlap, drift_penalty)
+        key = (policy.drift_min_overlap, policy.drift_penalty)
         found = self._checks.get(key)
         if found is None:
             found = self._checks[key] = hallucination(
                 self.anchors, self.hedged, self.content_words, self.contexts,
-                drift_min_overlap=drift_min_overlap, drift_penalty=drift_penalty,
+                drift_min_overlap=policy.drift_min_overlap, drift_penalty=policy.drift_penalty,
             )  # fmt: skip
         return found
 

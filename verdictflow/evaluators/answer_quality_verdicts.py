@@ -87,7 +87,7 @@ def score_hallucination(event: AnswerEvent, parsed: ParsedAnswer, ctx: ScoringCo
     """max(claim error, drift penalty) over the answer's anchors; DEFER without anchors."""
     policy = ctx.policy.hallucination
     cap = ctx.policy.evidence.max_tokens
-    result = parsed.anchor_checks(policy.drift_min_overlap, policy.drift_penalty)
+    result = parsed.anchor_checks(policy)
     checks = [c.evidence(parsed.contexts) for c in result.checks]
     evidence: dict[str, Any] = {
         "claim_error": result.claim_error,

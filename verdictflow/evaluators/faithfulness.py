@@ -24,7 +24,6 @@ from verdictflow.evaluators.answer_verdicts import (
 )
 from verdictflow.evaluators.faithfulness_signals import Finding, Signals, compute_signals
 from verdictflow.evaluators.groundedness import groundedness
-from verdictflow.evaluators.hallucination import HallucinationResult
 from verdictflow.evaluators.policy import defer, gate
 from verdictflow.evaluators.relations import confirmed_comparisons
 from verdictflow.models.events import AnswerEvent
@@ -38,19 +37,12 @@ if TYPE_CHECKING:
 DRIVERS = 3
 
 
-def anchor_checks(parsed: ParsedAnswer, ctx: ScoringContext) -> HallucinationResult:
-    """The hallucination check of the answer's anchors, as the signals read it (spec 003's
-    policy settings)."""
-    policy = ctx.policy.hallucination
-    return parsed.anchor_checks(policy.drift_min_overlap, policy.drift_penalty)
-
-
 def faithfulness_signals(event: AnswerEvent, parsed: ParsedAnswer, ctx: ScoringContext) -> Signals:
     """The signals of one answer: its parse and anchors against its contexts, and Q1."""
     tok = ctx.tokenizer
     contexts = [tok.tokens(c.text) for c in event.context_passages]
     q1 = groundedness(tok.tokens(event.answer), contexts).score
-    result = anchor_checks(parsed, ctx)
+    result = parsed.anchor_checks(ctx.policy.hallucination)
     return compute_signals(
         parsed.sentences, event.answer, result, parsed.contexts, q1 or 0.0,
         claim_groundedness(event, parsed, ctx, contexts), parsed.relations,
