@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import statistics
@@ -29,11 +30,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from harness import fresh_settings, machine, output_span, run_process, worker_cmd
+from harness import CpuClock, fresh_settings, machine, output_window, run_process, worker_cmd
 
 from verdictflow.samples.traffic import generate
 from verdictflow.settings import Settings
@@ -86,9 +88,29 @@ async def raw_loop(
         await consumer.stop()
 
 
+@dataclass(frozen=True)
+class SystemRun:
+    """One system's run: answers/s between its first and last output, and, for a system run
+    as a process of its own, the CPU it spent in that window per answer (ms) and as a share of
+    the window (1.0: one core busy throughout), and the broker's CPU per answer meanwhile."""
+
+    rate: float
+    cpu_ms: float | None = None
+    busy: float | None = None
+    broker_cpu_ms: float | None = None
+
+
 def run_system(name: str, lines: list[bytes], profile: str, partitions: int, tmp: Path) -> float:
     """Answers/s of one system on a broker of its own (Tansu slows as partitions grow, so a
     shared broker would favour whichever system runs first)."""
+    return measure_system(name, lines, profile, partitions, tmp).rate
+
+
+def measure_system(
+    name: str, lines: list[bytes], profile: str, partitions: int, tmp: Path
+) -> SystemRun:
+    """:func:`run_system` with the CPU the system's process spent between its first and last
+    output (:class:`harness.CpuClock`)."""
     with EmbeddedBroker(log_path=tmp / "tansu.log") as broker:
         s = fresh_settings(broker.url, tmp, profile, partitions)
         asyncio.run(ensure_topics(s))
@@ -117,15 +139,26 @@ def run_system(name: str, lines: list[bytes], profile: str, partitions: int, tmp
                 s,
                 tmp / "nlp.log",
             )
+        clock = CpuClock(proc.pid) if proc is not None else contextlib.nullcontext()
+        assert broker.pid is not None
+        broker_clock = CpuClock(broker.pid)
         try:
-            count, span = asyncio.run(output_span(s, [s.topic_prefix + o for o in outs], want, 600))
+            with clock, broker_clock:
+                topics = [s.topic_prefix + o for o in outs]
+                count, first, last = asyncio.run(output_window(s, topics, want, 600))
         finally:
             if proc is not None:
                 proc.terminate()
                 proc.wait(30)
     if count < want:
         sys.exit(f"{name}: only {count}/{want} outputs; logs in {tmp}")
-    return (count * len(lines) / want) / span
+    answers = count * len(lines) / want
+    rate = answers / (last - first)
+    if not isinstance(clock, CpuClock):
+        return SystemRun(rate)
+    cpu = clock.between(first, last)
+    broker_cpu = broker_clock.between(first, last)
+    return SystemRun(rate, 1000 * cpu / answers, cpu / (last - first), 1000 * broker_cpu / answers)
 
 
 async def produce_live(settings: Settings, lines: list[bytes], rate: float) -> dict[str, float]:

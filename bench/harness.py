@@ -1,15 +1,18 @@
 """What the benchmarks share: the machine line every benchmark prints, fresh settings on a
-broker of their own, a worker process with those settings, and reading an output topic's span.
+broker of their own, a worker process with those settings, reading an output topic's span, and
+the CPU time a process spent within that span.
 
     from harness import fresh_settings, machine, output_span, run_process, worker_cmd
 """
 
 from __future__ import annotations
 
+import bisect
 import os
 import platform
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -50,6 +53,16 @@ async def output_span(
 ) -> tuple[int, float]:
     """Read ``topics`` from the beginning until ``want`` records; return (count, seconds between
     first and last record timestamps)."""
+    count, first, last = await output_window(settings, topics, want, timeout)
+    return count, last - first
+
+
+async def output_window(
+    settings: Settings, topics: list[str], want: int, timeout: float
+) -> tuple[int, float, float]:
+    """Read ``topics`` from the beginning until ``want`` records; return (count, first and last
+    record timestamps in Unix seconds: the producer's create times, the writing process's wall
+    clock)."""
     consumer = AIOKafkaConsumer(
         *topics,
         bootstrap_servers=settings.bootstrap_servers,
@@ -69,7 +82,62 @@ async def output_span(
                     last = m.timestamp if last is None else max(last, m.timestamp)
     finally:
         await consumer.stop()
-    return n, ((last or 0) - (first or 0)) / 1000.0
+    return n, (first or 0) / 1000.0, (last or 0) / 1000.0
+
+
+class CpuClock:
+    """The CPU time (user + system, all threads) of process ``pid``, sampled every
+    ``interval`` seconds with the wall clock beside it, so that the CPU a process spent
+    between two wall-clock instants (its first and last output) can be read back: an
+    answers/s figure of a process that waits on the broker says little about what it costs,
+    the CPU seconds it spent per answer do (Linux ``/proc``; 10 ms ticks)."""
+
+    def __init__(self, pid: int, interval: float = 0.02) -> None:
+        self._stat = Path(f"/proc/{pid}/stat")
+        self._tick = os.sysconf("SC_CLK_TCK")
+        self._interval = interval
+        self._samples: list[tuple[float, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> CpuClock:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _read(self) -> float | None:
+        try:
+            fields = self._stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            return None  # the process has exited
+        return (int(fields[11]) + int(fields[12])) / self._tick  # utime, stime
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            cpu = self._read()
+            if cpu is not None:
+                self._samples.append((time.time(), cpu))
+            self._stop.wait(self._interval)
+
+    def at(self, when: float) -> float:
+        """CPU seconds at wall-clock ``when``, interpolated between the samples around it."""
+        samples = list(self._samples)
+        if not samples:
+            raise ValueError("no CPU samples taken")
+        i = bisect.bisect_left(samples, (when,))
+        if i == 0:
+            return samples[0][1]
+        if i == len(samples):
+            return samples[-1][1]
+        (t0, c0), (t1, c1) = samples[i - 1], samples[i]
+        return c0 + (c1 - c0) * (when - t0) / (t1 - t0) if t1 > t0 else c1
+
+    def between(self, start: float, end: float) -> float:
+        """CPU seconds spent from wall-clock ``start`` to ``end``."""
+        return self.at(end) - self.at(start)
 
 
 def run_process(cmd: list[str], settings: Settings, log: Path) -> subprocess.Popen[bytes]:

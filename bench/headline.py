@@ -6,34 +6,37 @@ measured in the same run, with the machine and its load.
    over the same pre-produced ~1 KB answers (``bench/answers_throughput.py``), run in
    alternating pairs; the ratio is the median of the pairs' ratios, so a machine that speeds
    up or slows down between runs (this VM's CPU varies by a third over minutes) moves both
-   sides of a pair alike.
+   sides of a pair alike. Beside it, **per CPU second**: each process's own CPU time (all its
+   threads, ``/proc``) between its first and last output, per answer. The forward waits on
+   the broker for a quarter of the time (one produce request per record), so its answers/s
+   swing with the broker's latency; the CPU an answer costs is what sizes workers.
 2. **NLP tier vs raw ``nlp.pipe``**: ``score_answers`` for the NLP tier (hallucination) in this
    process over RAG-shaped answers (``bench/rag_nlp_tier.py``: SciFact abstracts, three
    ~1.5 KB contexts per answer), against raw ``nlp.pipe`` over the answers alone.
 3. **RAG-shaped ``eval answers`` vs raw ``nlp.pipe``**: the command's own code
-   (``evaluate_answers``: every kind, consistency, the outputs) in this process, spaCy loaded
-   and the context cache fresh, so start-up (imports, spaCy load) is left out as it is from
-   raw ``nlp.pipe``. (Until 2026-11-27 this was the marginal of two command runs, first half
-   and whole file: it swung 0.29-0.66x between runs.) The process's collector is tuned as the
-   command tunes its own (``verdictflow/gc_tuning.py``, since 2026-11-30), for every row.
-
+   (``evaluate_answers``: every kind, consistency, the outputs) in this process, chunk by
+   chunk (64 answers, the command's own chunk), spaCy loaded and the context cache fresh, so
+   start-up (imports, spaCy load) is left out as it is from raw ``nlp.pipe``. The process's
+   collector is tuned as the command tunes its own (``verdictflow/gc_tuning.py``), for every
+   row.
 4. **``eval answers`` after a restart**: the same as 3 with the data dir's context store
    (``verdictflow/context_store.py``) filled by an earlier, untimed run over the same answers,
    and a fresh memory cache: what a restarted worker or a second ``eval answers`` over the same
    retrieved passages pays (every context read back, none indexed). Its verdicts are checked
    byte-identical to 3's.
-
 5. **``eval answers``, warm** (rare contexts only): the same as 3 after the same scoring
    ran over as many answers whose contexts are other abstracts (none shared): a worker that
    has been running, its vocabulary, lemma, word-form and chunk caches warm
    (``evaluators/chunk_tokens.py``), on contexts it has not seen. Its verdicts are checked
    byte-identical to 3's.
 
-2, 3 and 4 run on contexts that **recur** (drawn from 450 abstracts: each retrieved ~4 times, as
-in RAG) and contexts that **rarely** do (drawn from 2,400), each in ``--rounds`` alternating
-rounds of raw ``nlp.pipe``, 2, 3, 4 and 5 (the ratios are the medians of the rounds' ratios). The
-context cache starts empty in each measurement, so a recurring context is parsed once and a
-rare one every time (in 4: read from the store once).
+2-5 run on contexts that **recur** (drawn from 450 abstracts: each retrieved ~4 times, as in
+RAG) and contexts that **rarely** do (drawn from 2,400), in ``--rounds`` rounds. Within a
+round raw ``nlp.pipe`` and 2-5 run in lockstep, 64 answers at a time, each system in turn on
+each chunk (:func:`interleaved`): since 2026-11-30 (session 12), when whole runs one after
+another gave 0.39x and 0.56x for the same code. The ratios are the medians of the rounds'
+ratios. The context cache starts empty in each round, so a recurring context is indexed once and
+a rare one every time (in 4: read from the store once).
 
     python bench/headline.py [--n 6000] [--pairs 3] [--rag-n 600] [--rounds 3]
 """
@@ -41,25 +44,35 @@ rare one every time (in 4: read from the store once).
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import logging
+import multiprocessing
 import os
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from multiprocessing.connection import Connection
 from pathlib import Path
 
-from answers_throughput import run_system
+from answers_throughput import SystemRun, measure_system
 from harness import machine
-from rag_nlp_tier import offline_rate, rag_events, raw_pipe_rate
+from rag_nlp_tier import rag_events
 
+from verdictflow.evaluators.answer_analysis import COMPONENTS
+from verdictflow.evaluators.answer_batch import score_answers
+from verdictflow.evaluators.kinds import Tier
 from verdictflow.evaluators.policy import Policy
 from verdictflow.gc_tuning import tune_for_throughput
 from verdictflow.models.codec import encode
 from verdictflow.models.events import AnswerEvent
+from verdictflow.models.verdicts import Verdict
+from verdictflow.nlp import load_pipeline
 from verdictflow.samples.traffic import generate
-from verdictflow.scoring_jobs.batch.eval_answers import evaluate_answers
+from verdictflow.scoring_jobs.batch.eval_answers import CHUNK_LINES, evaluate_answers
 from verdictflow.scoring_setup import load_scoring
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,48 +81,154 @@ RARE_POOL = 2400
 POOLS = {"recurring contexts": 450, "rare contexts": RARE_POOL}
 
 
-def lexical_vs_forward(n: int, pairs: int, tmp: Path) -> tuple[float, float, float]:
-    """(median forward answers/s, median lexical answers/s, median of the pairs' ratios)."""
+@dataclass(frozen=True)
+class LexicalVsForward:
+    """Medians over the pairs: answers/s of each, the ratio of the pairs' rates, and the CPU
+    each process spent per answer (ms) and how busy it was (share of one core)."""
+
+    forward: float
+    lexical: float
+    ratio: float
+    forward_cpu_ms: float
+    lexical_cpu_ms: float
+    forward_busy: float
+    lexical_busy: float
+
+    @property
+    def cpu_ratio(self) -> float:
+        """Answers per CPU second of the lexical tier over the forward's."""
+        return self.forward_cpu_ms / self.lexical_cpu_ms
+
+
+def lexical_vs_forward(n: int, pairs: int, tmp: Path) -> LexicalVsForward:
+    """Both systems in ``pairs`` alternating pairs over the same answers."""
     lines = generate(n, seed=3, pad_to=1000, inline_share=0.2).lines
-    forward, lexical, ratios = [], [], []
+    runs: dict[str, list[SystemRun]] = {"faust forward": [], "lexical tier": []}
+    ratios = []
     for i in range(pairs):
         print(f"  pair {i + 1}/{pairs}: faust forward, lexical tier ...", flush=True)
-        f = run_system("faust forward", lines, "embedded", 4, tmp)
-        lx = run_system("lexical tier", lines, "embedded", 4, tmp)
-        forward.append(f)
-        lexical.append(lx)
-        ratios.append(lx / f)
-        print(f"    forward {f:,.0f}/s, lexical {lx:,.0f}/s, ratio {lx / f:.2f}", flush=True)
-    return statistics.median(forward), statistics.median(lexical), statistics.median(ratios)
+        f = measure_system("faust forward", lines, "embedded", 4, tmp)
+        lx = measure_system("lexical tier", lines, "embedded", 4, tmp)
+        runs["faust forward"].append(f)
+        runs["lexical tier"].append(lx)
+        ratios.append(lx.rate / f.rate)
+        print(
+            f"    forward {f.rate:,.0f}/s ({f.cpu_ms:.3f} ms CPU an answer, {f.busy:.0%} busy; "
+            f"broker {f.broker_cpu_ms:.3f} ms), lexical {lx.rate:,.0f}/s ({lx.cpu_ms:.3f} ms, "
+            f"{lx.busy:.0%}; broker {lx.broker_cpu_ms:.3f} ms), ratio {lx.rate / f.rate:.2f}",
+            flush=True,
+        )
+
+    def med(name: str, field: str) -> float:
+        return statistics.median(float(getattr(r, field)) for r in runs[name])
+
+    return LexicalVsForward(
+        med("faust forward", "rate"),
+        med("lexical tier", "rate"),
+        statistics.median(ratios),
+        med("faust forward", "cpu_ms"),
+        med("lexical tier", "cpu_ms"),
+        med("faust forward", "busy"),
+        med("lexical tier", "busy"),
+    )
 
 
-def eval_answers_rate(
-    lines: list[bytes],
+#: Answers a step of each NLP system: ``eval answers``' chunk, one ``nlp.pipe`` batch.
+CHUNK = CHUNK_LINES
+
+
+class _Chunked:
+    """One NLP system, run chunk by chunk over the same answers (``step(k)``: the answers
+    ``k * CHUNK`` on), with the verdicts it gave (``eval answers``' systems)."""
+
+    def __init__(self, step: Callable[[int], list[Verdict]]) -> None:
+        self._step = step
+        self.verdicts: list[Verdict] = []
+        self.seconds = 0.0
+
+    def run(self, start: int) -> None:
+        begun = time.perf_counter()
+        verdicts = self._step(start)
+        self.seconds += time.perf_counter() - begun
+        self.verdicts += verdicts
+
+    def digest(self) -> str:
+        return hashlib.sha256(
+            b"\n".join(v.model_dump_json().encode() for v in self.verdicts)
+        ).hexdigest()
+
+
+#: The NLP rows' systems (:func:`_nlp_system`), "warm" on rare contexts only.
+NLP_SYSTEMS = ("raw", "nlp", "whole", "restarted", "warm")
+
+
+def _nlp_system(
+    name: str,
+    events: list[AnswerEvent],
     policy: Policy,
-    store_dir: Path | None = None,
-    warm_lines: list[bytes] | None = None,
-) -> tuple[float, str]:
-    """Answers/s of ``eval answers``' own code (:func:`evaluate_answers`: every kind,
-    consistency, outputs), in this process with spaCy already loaded and a fresh context
-    cache: the command's start-up (imports, loading spaCy) is left out, as raw ``nlp.pipe``'s
-    load is. (A marginal of two command runs, used before, swung 0.29-0.66x between runs.)
-    With ``store_dir``, an untimed run first fills that data dir's context store; with
-    ``warm_lines``, the same scoring first runs over those (untimed): a worker that has been
-    running, its caches warm, on contexts it has not seen. Also the SHA-256 of the verdicts."""
-    warm = load_scoring(policy, "default")
-    list(evaluate_answers(lines[:8], warm))  # loads spaCy, NLTK, WordNet
-    stored = {"data_dir": store_dir, "store_bytes": 1 << 32} if store_dir else {}
-    if store_dir is not None:
-        list(evaluate_answers(lines, load_scoring(policy, "default", **stored)))
+    store_dir: Path,
+    warm_events: list[AnswerEvent] | None,
+) -> _Chunked:
+    """System ``name`` of the NLP rows, set up (untimed) as its row says, ready to step:
+
+    - ``raw``: raw ``nlp.pipe`` over the answers alone (the pipeline loaded);
+    - ``nlp``: ``score_answers`` for the NLP tier (hallucination), a fresh context cache;
+    - ``whole``: ``eval answers``' own code (:func:`evaluate_answers`: every kind,
+      consistency, the outputs) on each chunk, spaCy, NLTK and WordNet loaded and the context
+      cache fresh, so start-up is left out as raw ``nlp.pipe``'s load is;
+    - ``restarted``: the same with the data dir's context store filled by an earlier, untimed
+      run over the same answers, and a fresh memory cache (every context read back);
+    - ``warm``: the same after the same scoring ran over ``warm_events``, whose contexts are
+      others: a worker that has been running, on contexts it has not seen.
+    """
+    if name == "raw":
+        answers = [e.answer for e in events]
+        nlp = load_pipeline(COMPONENTS)
+        list(nlp.pipe(answers[:CHUNK], batch_size=CHUNK))
+
+        def raw(start: int) -> list[Verdict]:
+            for _ in nlp.pipe(answers[start : start + CHUNK], batch_size=CHUNK):
+                pass
+            return []
+
+        return _Chunked(raw)
+    if name == "nlp":
+        tier = load_scoring(policy, "none")
+        score_answers(events[:8], tier.ctx, tier.analyzer, Tier.NLP)  # loads spaCy
+        tier = load_scoring(policy, "none")  # a fresh context cache
+
+        def nlp_tier(start: int) -> list[Verdict]:
+            chunk = events[start : start + CHUNK]
+            scored = score_answers(chunk, tier.ctx, tier.analyzer, Tier.NLP)
+            return [v for verdicts in scored for v in verdicts]
+
+        return _Chunked(nlp_tier)
+    lines = [encode(e) for e in events]
+    list(evaluate_answers(lines[:8], load_scoring(policy, "default")))  # NLTK, WordNet
+    stored = {"data_dir": store_dir, "store_bytes": 1 << 32} if name == "restarted" else {}
+    if stored:
+        list(evaluate_answers(lines, load_scoring(policy, "default", **stored)))  # fills it
     scoring = load_scoring(policy, "default", **stored)
-    if warm_lines is not None:
-        list(evaluate_answers(warm_lines, scoring))
-    start = time.perf_counter()
-    verdicts = [o.verdict for o in evaluate_answers(lines, scoring) if o.verdict is not None]
-    rate = len(lines) / (time.perf_counter() - start)
-    assert len(verdicts) >= len(lines), "every answer gives verdicts"
-    digest = hashlib.sha256(b"\n".join(v.model_dump_json().encode() for v in verdicts))
-    return rate, digest.hexdigest()
+    if name == "warm":
+        assert warm_events is not None
+        list(evaluate_answers([encode(e) for e in warm_events], scoring))
+
+    def step(start: int) -> list[Verdict]:
+        outputs = evaluate_answers(lines[start : start + CHUNK], scoring)
+        return [o.verdict for o in outputs if o.verdict is not None]
+
+    return _Chunked(step)
+
+
+def _serve(make: Callable[[], _Chunked], conn: Connection) -> None:
+    """A system's process: set it up, then run each chunk it is sent (None: done), and send
+    back its seconds and its verdicts' digest."""
+    system = make()
+    conn.send("ready")
+    while (start := conn.recv()) is not None:
+        system.run(start)
+        conn.send("done")
+    conn.send((system.seconds, system.digest()))
 
 
 def interleaved(
@@ -119,32 +238,67 @@ def interleaved(
     tmp: Path,
     warm_events: list[AnswerEvent] | None = None,
 ) -> dict[str, float]:
-    """Answers/s of raw ``nlp.pipe``, the NLP tier, ``eval answers``, ``eval answers``
-    after a restart (store filled) and, given ``warm_events`` (other contexts), ``eval
-    answers`` after those, medians over ``rounds`` alternating rounds, and the medians of the
-    rounds' ratios to raw: the VM's drift hits all alike."""
-    lines = [encode(e) for e in events]
-    warm_lines = [encode(e) for e in warm_events] if warm_events else None
-    keys = ("raw", "nlp", "whole", "restarted", *(("warm",) if warm_lines else ()))
-    rates: dict[str, list[float]] = {k: [] for k in keys}
-    ratios: dict[str, list[float]] = {k: [] for k in keys if k != "raw"}
+    """Answers/s of raw ``nlp.pipe``, the NLP tier, ``eval answers``, ``eval answers`` after a
+    restart (store filled) and, given ``warm_events`` (other contexts), ``eval answers`` after
+    those (:func:`_nlp_system`): medians over ``rounds`` rounds, and the medians of the
+    rounds' ratios to raw.
+
+    Within a round the systems run in lockstep over the same 64-answer chunks: chunk k by each
+    system in turn, the order rotating from chunk to chunk, each system's time summed over its
+    chunks. This VM's speed drifts by a third within a minute (raw ``nlp.pipe`` did 45-68
+    answers/s in back-to-back runs of the same 600 answers, 2026-11-30), so whole runs one after
+    another measured the drift as much as the code: the same code gave 0.39x and 0.56x in two
+    rounds. A chunk takes about a second, so every system meets the same machine.
+
+    Each system runs in a process of its own (forked from this one, spaCy loaded and the
+    collector tuned), only one at a time: in one process the collector's full collections,
+    paid by whichever system set them off, walked the caches of all five (8 % of ``eval
+    answers``' time instead of the 2 % it pays alone). The verdicts of the ``eval answers``
+    systems are checked byte-identical."""
+    fork = multiprocessing.get_context("fork")
+    names = [n for n in NLP_SYSTEMS if n != "warm" or warm_events is not None]
+    rates: dict[str, list[float]] = {name: [] for name in names}
     for i in range(rounds):
-        r = raw_pipe_rate(events)
-        n = offline_rate(events, policy)
-        w, cold = eval_answers_rate(lines, policy)
-        s, stored = eval_answers_rate(lines, policy, tmp / f"store-{id(events)}-{i}")
-        assert stored == cold, "verdicts with a filled context store differ from those without"
-        got = [("raw", r), ("nlp", n), ("whole", w), ("restarted", s)]
-        if warm_lines is not None:
-            h, warm = eval_answers_rate(lines, policy, warm_lines=warm_lines)
-            assert warm == cold, "verdicts after other answers differ from those of a fresh run"
-            got.append(("warm", h))
-        for key, value in got:
-            rates[key].append(value)
-            if key != "raw":
-                ratios[key].append(value / r)
+        store_dir = tmp / f"store-{id(events)}-{i}"
+        conns: dict[str, Connection] = {}
+        procs = []
+        for name in names:
+            ours, theirs = fork.Pipe()
+            make = functools.partial(_nlp_system, name, events, policy, store_dir, warm_events)
+            proc = fork.Process(target=_serve, args=(make, theirs), daemon=True)
+            proc.start()
+            conns[name] = ours
+            procs.append(proc)
+        for name in names:  # set up side by side, untimed
+            assert conns[name].recv() == "ready", name
+        for k, start in enumerate(range(0, len(events), CHUNK)):
+            for name in names[k % len(names) :] + names[: k % len(names)]:
+                conns[name].send(start)
+                assert conns[name].recv() == "done", name
+        results = {}
+        for name in names:
+            conns[name].send(None)
+            results[name] = conns[name].recv()
+        for proc in procs:
+            proc.join(60)
+        cold = results["whole"][1]
+        assert results["restarted"][1] == cold, "a filled store changed verdicts"
+        if "warm" in results:
+            assert results["warm"][1] == cold, "other answers first changed verdicts"
+        for name, (seconds, _) in results.items():
+            rates[name].append(len(events) / seconds)
+        print(
+            f"  round {i + 1}/{rounds}: "
+            + ", ".join(f"{name} {r[-1]:.1f}/s" for name, r in rates.items()),
+            flush=True,
+        )
     med = statistics.median
-    return {k: med(v) for k, v in rates.items()} | {f"{k} ratio": med(v) for k, v in ratios.items()}
+    ratios = {
+        f"{name} ratio": med(r / raw for r, raw in zip(values, rates["raw"], strict=True))
+        for name, values in rates.items()
+        if name != "raw"
+    }
+    return {name: med(values) for name, values in rates.items()} | ratios
 
 
 def main() -> None:
@@ -153,7 +307,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=6000, help="answers per lexical/forward run")
     parser.add_argument("--pairs", type=int, default=3, help="forward/lexical pairs")
     parser.add_argument("--rag-n", type=int, default=600, help="RAG-shaped answers")
-    parser.add_argument("--rounds", type=int, default=3, help="alternating NLP rounds")
+    parser.add_argument("--rounds", type=int, default=3, help="NLP rounds (systems in lockstep)")
     args = parser.parse_args()
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
     tmp = Path(tempfile.mkdtemp(prefix="vf-headline-"))
@@ -161,15 +315,26 @@ def main() -> None:
     print(f"machine: {machine()} | load {os.getloadavg()[0]:.2f} at the start")
 
     print("1. lexical tier vs Faust forward (embedded profile)", flush=True)
-    forward, lexical, ratio = lexical_vs_forward(args.n, args.pairs, tmp)
+    lexical = lexical_vs_forward(args.n, args.pairs, tmp)
     rows = [
-        ("lexical tier vs Faust forward", f"{lexical:,.0f}", f"{forward:,.0f}", ratio),
+        (
+            "lexical tier vs Faust forward",
+            f"{lexical.lexical:,.0f}",
+            f"{lexical.forward:,.0f}",
+            lexical.ratio,
+        ),
+        (
+            "lexical tier vs Faust forward, per CPU second",
+            f"{1000 / lexical.lexical_cpu_ms:,.0f}",
+            f"{1000 / lexical.forward_cpu_ms:,.0f}",
+            lexical.cpu_ratio,
+        ),
     ]
     policy = Policy()
     # As ``eval answers`` does (verdictflow/gc_tuning.py): its scoring loaded, the start-up
     # heap frozen and the young generation collected every 10,000 allocations; spaCy and
-    # WordNet, loaded on the first answers, are frozen as they load. The references (raw
-    # ``nlp.pipe``) run in this process too, under the same collector.
+    # WordNet, loaded on the first answers, are frozen as they load. Every NLP system, raw
+    # ``nlp.pipe`` too, runs in a process forked from this one, under the same collector.
     load_scoring(policy)
     tune_for_throughput()
     for shape, pool in POOLS.items():
@@ -195,9 +360,13 @@ def main() -> None:
     for name, rate, reference, value in rows:
         print(f"{name:<52}{rate:>11}{reference:>13}{value:>7.2f}x")
     print(
-        f"(lexical: median of {args.pairs} alternating pairs of {args.n} answers; NLP rows: "
+        f"(lexical: median of {args.pairs} alternating pairs of {args.n} answers; per CPU "
+        f"second: answers per second of the process's own CPU (all threads) between its first "
+        f"and last output, the forward {lexical.forward_cpu_ms:.3f} ms an answer at "
+        f"{lexical.forward_busy:.0%} of a core, the lexical tier {lexical.lexical_cpu_ms:.3f} ms "
+        f"at {lexical.lexical_busy:.0%}, the broker's CPU not counted; NLP rows: "
         f"{args.rag_n} RAG-shaped answers, ~4.5 KB of context each, medians of {args.rounds} "
-        f"alternating rounds; machine: {machine()})"
+        f"rounds, the systems in lockstep over 64-answer chunks; machine: {machine()})"
     )
 
 

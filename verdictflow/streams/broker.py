@@ -127,6 +127,11 @@ class EmbeddedBroker:
     def url(self) -> str:
         return f"kafka://{self.bootstrap}"
 
+    @property
+    def pid(self) -> int | None:
+        """The broker process's id while it runs (benchmarks read its CPU time)."""
+        return self._proc.pid if self._proc is not None else None
+
     def command(self) -> list[str]:
         listener = f"tcp://{self.bootstrap}"
         return [
