@@ -267,6 +267,7 @@ def interleaved(
             make = functools.partial(_nlp_system, name, events, policy, store_dir, warm_events)
             proc = fork.Process(target=_serve, args=(make, theirs), daemon=True)
             proc.start()
+            theirs.close()  # the child's end, so a child that dies is EOFError here, not a hang
             conns[name] = ours
             procs.append(proc)
         for name in names:  # set up side by side, untimed
