@@ -2,7 +2,8 @@
 broker of their own, a worker process with those settings, reading an output topic's span, and
 the CPU time a process spent within that span.
 
-    from harness import fresh_settings, machine, output_span, run_process, worker_cmd
+    from harness import CpuClock, fresh_settings, machine, output_span, output_window
+    from harness import run_process, worker_cmd
 """
 
 from __future__ import annotations
