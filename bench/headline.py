@@ -60,17 +60,13 @@ from pathlib import Path
 
 from answers_throughput import SystemRun, measure_system
 from harness import machine
-from rag_nlp_tier import rag_events
+from rag_nlp_tier import BATCH, nlp_tier_scorer, rag_events, raw_parser
 
-from verdictflow.evaluators.answer_analysis import COMPONENTS
-from verdictflow.evaluators.answer_batch import score_answers
-from verdictflow.evaluators.kinds import Tier
 from verdictflow.evaluators.policy import Policy
 from verdictflow.gc_tuning import tune_for_throughput
 from verdictflow.models.codec import encode
 from verdictflow.models.events import AnswerEvent
 from verdictflow.models.verdicts import Verdict
-from verdictflow.nlp import load_pipeline
 from verdictflow.samples.traffic import generate
 from verdictflow.scoring_jobs.batch.eval_answers import CHUNK_LINES, evaluate_answers
 from verdictflow.scoring_setup import load_scoring
@@ -135,6 +131,7 @@ def lexical_vs_forward(n: int, pairs: int, tmp: Path) -> LexicalVsForward:
 
 #: Answers a step of each NLP system: ``eval answers``' chunk, one ``nlp.pipe`` batch.
 CHUNK = CHUNK_LINES
+assert CHUNK == BATCH, "a raw nlp.pipe batch is one of eval answers' chunks"
 
 
 class _Chunked:
@@ -182,25 +179,18 @@ def _nlp_system(
       others: a worker that has been running, on contexts it has not seen.
     """
     if name == "raw":
-        answers = [e.answer for e in events]
-        nlp = load_pipeline(COMPONENTS)
-        list(nlp.pipe(answers[:CHUNK], batch_size=CHUNK))
+        parse = raw_parser(events)
 
         def raw(start: int) -> list[Verdict]:
-            for _ in nlp.pipe(answers[start : start + CHUNK], batch_size=CHUNK):
-                pass
+            parse(start, start + CHUNK, 1)
             return []
 
         return _Chunked(raw)
     if name == "nlp":
-        tier = load_scoring(policy, "none")
-        score_answers(events[:8], tier.ctx, tier.analyzer, Tier.NLP)  # loads spaCy
-        tier = load_scoring(policy, "none")  # a fresh context cache
+        score = nlp_tier_scorer(events, policy)
 
         def nlp_tier(start: int) -> list[Verdict]:
-            chunk = events[start : start + CHUNK]
-            scored = score_answers(chunk, tier.ctx, tier.analyzer, Tier.NLP)
-            return [v for verdicts in scored for v in verdicts]
+            return [v for verdicts in score(start, start + CHUNK) for v in verdicts]
 
         return _Chunked(nlp_tier)
     lines = [encode(e) for e in events]

@@ -28,6 +28,7 @@ import random
 import re
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ from verdictflow.evaluators.kinds import Tier
 from verdictflow.evaluators.policy import Policy
 from verdictflow.models.codec import encode
 from verdictflow.models.events import AnswerEvent
+from verdictflow.models.verdicts import Verdict
 from verdictflow.nlp import load_pipeline
 from verdictflow.scoring_setup import load_scoring
 from verdictflow.streams.admin import ensure_topics
@@ -107,24 +109,57 @@ def rag_events(
     return events
 
 
+#: Answers a raw ``nlp.pipe`` batch holds, as ``eval answers`` reads its input in chunks.
+BATCH = 64
+
+
+def raw_parser(events: list[AnswerEvent]) -> Callable[[int, int, int], None]:
+    """Raw ``nlp.pipe`` over the answers, the pipeline loaded and warmed up: the returned
+    function parses ``answers[start:stop]`` with ``processes`` (spaCy's ``n_process``). The
+    reference of every NLP ratio (this bench's and ``headline.py``'s chunk by chunk)."""
+    answers = [e.answer for e in events]
+    nlp = load_pipeline(COMPONENTS)
+    list(nlp.pipe(answers[:BATCH], batch_size=BATCH))  # warm up
+
+    def parse(start: int, stop: int, processes: int = 1) -> None:
+        for _ in nlp.pipe(answers[start:stop], batch_size=BATCH, n_process=processes):
+            pass
+
+    return parse
+
+
+def nlp_tier_scorer(
+    events: list[AnswerEvent], policy: Policy
+) -> Callable[[int, int], list[list[Verdict]]]:
+    """The NLP tier's ``score_answers`` with spaCy loaded and a fresh context cache: the
+    returned function scores ``events[start:stop]`` (in batches of :data:`BATCH`)."""
+    scoring = load_scoring(policy, "none")
+    score_answers(events[:8], scoring.ctx, scoring.analyzer, Tier.NLP)  # loads spaCy
+    scoring = load_scoring(policy, "none")  # a fresh context cache, spaCy already loaded
+
+    def score(start: int, stop: int) -> list[list[Verdict]]:
+        scored: list[list[Verdict]] = []
+        for i in range(start, stop, BATCH):
+            chunk = events[i : min(i + BATCH, stop)]
+            scored += score_answers(chunk, scoring.ctx, scoring.analyzer, Tier.NLP)
+        return scored
+
+    return score
+
+
 def raw_pipe_rate(events: list[AnswerEvent], processes: int = 1) -> float:
     """Answers/s of raw ``nlp.pipe`` over the answers, the pipeline loaded; ``processes`` is
     spaCy's ``n_process``."""
-    nlp = load_pipeline(COMPONENTS)
-    list(nlp.pipe([e.answer for e in events[:64]], batch_size=64))  # warm up
+    parse = raw_parser(events)
     start = time.perf_counter()
-    for _ in nlp.pipe([e.answer for e in events], batch_size=64, n_process=processes):
-        pass
+    parse(0, len(events), processes)
     return len(events) / (time.perf_counter() - start)
 
 
 def offline_rate(events: list[AnswerEvent], policy: Policy) -> float:
-    scoring = load_scoring(policy, "none")
-    score_answers(events[:8], scoring.ctx, scoring.analyzer, Tier.NLP)  # loads spaCy
-    scoring = load_scoring(policy, "none")  # a fresh context cache, spaCy already loaded
+    score = nlp_tier_scorer(events, policy)
     start = time.perf_counter()
-    for i in range(0, len(events), 64):
-        score_answers(events[i : i + 64], scoring.ctx, scoring.analyzer, Tier.NLP)
+    score(0, len(events))
     return len(events) / (time.perf_counter() - start)
 
 
