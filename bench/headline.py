@@ -4,9 +4,10 @@ measured in the same run, with the machine and its load.
 1. **lexical tier vs Faust forward** (embedded profile): ``verdictflow worker --tier lexical``
    and a trivial Faust forward (``bench/_faust_forward.py``), each on a fresh embedded broker
    over the same pre-produced ~1 KB answers (``bench/answers_throughput.py``), run in
-   alternating pairs; the ratio is the median of the pairs' ratios, so a machine that speeds
-   up or slows down between runs (this VM's CPU varies by a third over minutes) moves both
-   sides of a pair alike. Beside it, **per CPU second**: each process's own CPU time (all its
+   pairs, the one that runs first turning each pair; the ratio is the median of the pairs'
+   ratios, so a machine that speeds up or slows down between runs (this VM's CPU varies by a
+   third over minutes) moves both sides of a pair alike, and a drift within the run favours
+   neither. Beside it, **per CPU second**: each process's own CPU time (all its
    threads, ``/proc``) between its first and last output, per answer. The forward waits on
    the broker for a quarter of the time (one produce request per record), so its answers/s
    swing with the broker's latency; the CPU an answer costs is what sizes workers.
@@ -97,14 +98,18 @@ class LexicalVsForward:
 
 
 def lexical_vs_forward(n: int, pairs: int, tmp: Path) -> LexicalVsForward:
-    """Both systems in ``pairs`` alternating pairs over the same answers."""
+    """Both systems in ``pairs`` pairs over the same answers, the order turning each pair: the
+    VM's speed drifts within a run (the forward, run first in every pair, went from 1,056 to
+    1,773 answers/s over three pairs of one run), and a fixed order would give the drift to one
+    side of every ratio."""
     lines = generate(n, seed=3, pad_to=1000, inline_share=0.2).lines
     runs: dict[str, list[SystemRun]] = {"faust forward": [], "lexical tier": []}
     ratios = []
     for i in range(pairs):
-        print(f"  pair {i + 1}/{pairs}: faust forward, lexical tier ...", flush=True)
-        f = measure_system("faust forward", lines, "embedded", 4, tmp)
-        lx = measure_system("lexical tier", lines, "embedded", 4, tmp)
+        order = ["faust forward", "lexical tier"][:: 1 if i % 2 == 0 else -1]
+        print(f"  pair {i + 1}/{pairs}: {', '.join(order)} ...", flush=True)
+        run = {name: measure_system(name, lines, "embedded", 4, tmp) for name in order}
+        f, lx = run["faust forward"], run["lexical tier"]
         runs["faust forward"].append(f)
         runs["lexical tier"].append(lx)
         ratios.append(lx.rate / f.rate)
@@ -356,7 +361,7 @@ def main() -> None:
     for name, rate, reference, value in rows:
         print(f"{name:<52}{rate:>11}{reference:>13}{value:>7.2f}x")
     print(
-        f"(lexical: median of {args.pairs} alternating pairs of {args.n} answers; per CPU "
+        f"(lexical: median of {args.pairs} pairs of {args.n} answers, the order turning; per CPU "
         f"second: answers per second of the process's own CPU (all threads) between its first "
         f"and last output, the forward {lexical.forward_cpu_ms:.3f} ms an answer at "
         f"{lexical.forward_busy:.0%} of a core, the lexical tier {lexical.lexical_cpu_ms:.3f} ms "
