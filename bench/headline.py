@@ -69,7 +69,7 @@ from verdictflow.models.codec import encode
 from verdictflow.models.events import AnswerEvent
 from verdictflow.models.verdicts import Verdict
 from verdictflow.samples.traffic import generate
-from verdictflow.scoring_jobs.batch.eval_answers import CHUNK_LINES, evaluate_answers
+from verdictflow.scoring_jobs.batch.eval_answers import evaluate_answers
 from verdictflow.scoring_setup import load_scoring
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -135,8 +135,7 @@ def lexical_vs_forward(n: int, pairs: int, tmp: Path) -> LexicalVsForward:
 
 
 #: Answers a step of each NLP system: ``eval answers``' chunk, one ``nlp.pipe`` batch.
-CHUNK = CHUNK_LINES
-assert CHUNK == BATCH, "a raw nlp.pipe batch is one of eval answers' chunks"
+CHUNK = BATCH
 
 
 class _Chunked:

@@ -44,6 +44,7 @@ from verdictflow.models.codec import encode
 from verdictflow.models.events import AnswerEvent
 from verdictflow.models.verdicts import Verdict
 from verdictflow.nlp import load_pipeline
+from verdictflow.scoring_jobs.batch.eval_answers import CHUNK_LINES
 from verdictflow.scoring_setup import load_scoring
 from verdictflow.streams.admin import ensure_topics
 from verdictflow.streams.broker import EmbeddedBroker
@@ -109,8 +110,8 @@ def rag_events(
     return events
 
 
-#: Answers a raw ``nlp.pipe`` batch holds, as ``eval answers`` reads its input in chunks.
-BATCH = 64
+#: Answers a raw ``nlp.pipe`` batch and an NLP-tier batch hold: ``eval answers``' chunk.
+BATCH = CHUNK_LINES
 
 
 def raw_parser(events: list[AnswerEvent]) -> Callable[[int, int, int], None]:
@@ -121,7 +122,7 @@ def raw_parser(events: list[AnswerEvent]) -> Callable[[int, int, int], None]:
     nlp = load_pipeline(COMPONENTS)
     list(nlp.pipe(answers[:BATCH], batch_size=BATCH))  # warm up
 
-    def parse(start: int, stop: int, processes: int = 1) -> None:
+    def parse(start: int, stop: int, processes: int) -> None:
         for _ in nlp.pipe(answers[start:stop], batch_size=BATCH, n_process=processes):
             pass
 
