@@ -20,6 +20,7 @@ from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer
 
+from verdictflow import compiled_scorers
 from verdictflow.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,6 +35,7 @@ def machine() -> str:
                 break
     return (
         f"{platform.node()} | {cpu} | {os.cpu_count()} cores | Python {platform.python_version()}"
+        f" | lexical scorers {compiled_scorers.status().describe()}"
     )
 
 

@@ -98,6 +98,30 @@ def test_dockerfile_is_slim_non_root_and_its_entry_point_runs():
     assert_cli_command_exists(cmd)
 
 
+def test_the_image_compiles_the_lexical_scorers_and_ships_no_compiler():
+    """The build stage compiles them into the installed package, failing the build if it
+    cannot (a pure-Python image would be silently slower); the runtime stage installs no
+    compiler. No Docker engine here: the stages' commands were run by hand in a venv
+    (docs/development.md)."""
+    stages: list[list[tuple[str, str]]] = []
+    for word, rest in dockerfile_instructions():
+        if word == "FROM":
+            stages.append([])
+        stages[-1].append((word, rest))
+    build, runtime = stages[0], stages[-1]
+    build_runs = " ".join(rest for word, rest in build if word == "RUN")
+    assert "gcc" in build_runs
+    assert "VERDICTFLOW_COMPILED_STRICT=1" in build_runs
+    assert "scripts/build_compiled_scorers.py" in build_runs
+    assert build_runs.index("pip install .") < build_runs.index("build_compiled_scorers.py")
+    assert any(w == "COPY" and "scripts/build_compiled_scorers.py" in r for w, r in build)
+    runtime_runs = " ".join(rest for word, rest in runtime if word == "RUN")
+    assert "gcc" not in runtime_runs
+    assert any(w == "COPY" and "--from=build /opt/venv" in r for w, r in runtime)
+    ignored = (ROOT / ".dockerignore").read_text().split()
+    assert "verdictflow/_compiled*" in ignored  # a local build never enters the image
+
+
 def test_compose_has_kraft_kafka_workers_api_monitor_prometheus_grafana():
     services = COMPOSE["services"]
     workers = {"worker-lexical", "worker-nlp"}

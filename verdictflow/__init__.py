@@ -5,4 +5,10 @@ jobs are thin drivers around it, so a verdict computed on the stream and one com
 from the same input and policy are byte-identical.
 """
 
+from verdictflow import compiled_scorers
+
 __version__ = "0.1.0"
+
+# Before any scorer is imported: the lexical scorers' compiled build, when it matches the
+# sources (verdictflow/compiled_scorers.py).
+compiled_scorers.activate()

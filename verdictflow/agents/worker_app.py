@@ -15,6 +15,7 @@ from typing import Any, cast
 
 import faust
 
+from verdictflow import compiled_scorers
 from verdictflow.embedders import make_embedder
 from verdictflow.evaluators.doc_quality import QualityConfig
 from verdictflow.evaluators.kinds import Tier
@@ -154,11 +155,12 @@ def create_app(
     if guard_topics:
         topic_guard.register(app, settings)
     logger.info(
-        "app %s (%s tier) on %s, policy digest %s",
+        "app %s (%s tier) on %s, policy digest %s, lexical scorers %s",
         app_id,
         tier,
         settings.broker,
         ctx.config_digest[:12],
+        compiled_scorers.status().describe(),
     )
     return app
 
