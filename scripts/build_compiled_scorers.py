@@ -55,8 +55,8 @@ def missing_prerequisites() -> list[str]:
     return missing
 
 
-def build(staging: Path) -> dict[str, str]:
-    """Compile into ``staging``; module name -> extension path relative to it."""
+def build(staging: Path) -> None:
+    """Compile into ``staging``, with the manifest naming each module's extension file."""
     from mypy.version import __version__ as mypy_version
     from mypyc.build import mypycify
     from setuptools import Distribution
@@ -90,22 +90,20 @@ def build(staging: Path) -> dict[str, str]:
     command.build_temp = str(WORK_DIR / "temp")  # type: ignore[attr-defined]
     command.parallel = os.cpu_count() or 1  # type: ignore[attr-defined]
     distribution.run_command("build_ext")
-    suffix = cs.extension_suffix()
     files = {}
     for name in (*cs.COMPILED_MODULES, cs.SHARED_LIBRARY):
-        relative = Path(*name.split(".")).with_name(name.rsplit(".", 1)[-1] + suffix)
+        relative = cs.extension_file(name)
         if not (staging / relative).is_file():
             raise RuntimeError(f"mypyc built no {relative}")
         files[name] = str(relative)
     manifest = {
         "format": cs.MANIFEST_FORMAT,
         "mypyc": mypy_version,
-        "extension_suffix": suffix,
+        "extension_suffix": cs.extension_suffix(),
         "sources_digest": digest,
         "files": files,
     }
     (staging / cs.MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n")
-    return files
 
 
 def main() -> int:

@@ -20,7 +20,7 @@ def fake_build(tmp_path: Path, **changes: object) -> Path:
     for the extensions: :func:`check_build` never loads them), then ``changes`` applied."""
     files = {}
     for name in (*cs.COMPILED_MODULES, cs.SHARED_LIBRARY):
-        relative = Path(*name.split(".")).with_suffix(cs.extension_suffix())
+        relative = cs.extension_file(name)
         (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / relative).touch()
         files[name] = str(relative)

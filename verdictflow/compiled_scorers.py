@@ -101,6 +101,12 @@ def extension_suffix() -> str:
     return importlib.machinery.EXTENSION_SUFFIXES[0]
 
 
+def extension_file(module: str) -> Path:
+    """Where a module's extension lies in a build dir: its package path, this interpreter's
+    suffix (``verdictflow/evaluators/tokenize.cpython-311-x86_64-linux-gnu.so``)."""
+    return Path(*module.split(".")).with_suffix(extension_suffix())
+
+
 @dataclass(frozen=True, slots=True)
 class CompiledStatus:
     """Whether the compiled scorers are used, and why (for logs, ``make bench``, tests)."""
