@@ -106,11 +106,20 @@ def evaluate(name: str, rows: Sequence[Row], checker: np.ndarray, faith: np.ndar
 
 
 def read_checker_scores(files: Sequence[Path]) -> dict[str, dict[str, list[float]]]:
-    """Every row's checker score and label per set, from one or more ``<run>.scores.json``; a
-    set in two files is an error (which run's would count?)."""
+    """Every row's checker score and label per set, from one or more ``<run>.scores.json``, or
+    ``scores.json:RUN`` (one run of the file scripts/train_checker_device.py writes for all
+    its runs); a set in two files is an error (which run's would count?)."""
     out: dict[str, dict[str, list[float]]] = {}
     for path in files:
-        for name, kept in json.loads(path.read_text()).items():
+        file, _, run = str(path).rpartition(":")
+        if path.is_file() or not file:
+            sets = json.loads(path.read_text())
+        else:
+            runs = json.loads(Path(file).read_text())
+            if run not in runs:
+                raise SystemExit(f"{file}: no run {run!r} (it has {', '.join(runs)})")
+            sets = runs[run]
+        for name, kept in sets.items():
             if name in out:
                 raise SystemExit(f"{path}: {name} is in two files")
             out[name] = kept
@@ -130,8 +139,9 @@ def main() -> None:
     parser.add_argument("--cheap-only", action="store_true", help="fill the cache and stop")
     parser.add_argument(
         "--checker-scores", type=Path, nargs="+", default=None,
-        help="JSON files of every row's checker score per set (scripts/train_checker_device.py's "
-        "<run>.scores.json) to use instead of a model; only their sets are measured",
+        help="JSON files of every row's checker score per set (<run>.scores.json, or "
+        "scores.json:RUN from scripts/train_checker_device.py) to use instead of a model; "
+        "only their sets are measured",
     )  # fmt: skip
     parser.add_argument(
         "--scores-out", type=Path, default=None,

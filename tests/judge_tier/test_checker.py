@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -334,3 +335,77 @@ def test_a_checker_trained_on_every_held_out_set_shows_the_figures_of_the_runs_t
     assert "| wice (run agg-out) | 10 | 0.700 |" in card
     assert "| begin-wow (run begin-out) | 10 | 0.900 |" in card  # its run's last epoch (2)
     assert "the run that left it out" in card
+
+
+def _device_script() -> object:
+    """scripts/train_checker_device.py as a module (``scripts`` is no package)."""
+    import importlib.util
+    import sys
+
+    path = Path(__file__).resolve().parents[2] / "scripts" / "train_checker_device.py"
+    spec = importlib.util.spec_from_file_location("train_checker_device", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks its module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_gpu_script_reads_each_runs_flags_averages_a_soup_and_picks_the_best_run(
+    tiny_checker: Path, tmp_path: Path
+) -> None:
+    """scripts/train_checker_device.py's runs (docs/checker.md "GPU runs, 2026-11-30"): a
+    run's flags override the command's options for it alone, a wrong flag or set stops the
+    command before any run, a soup is the mean of its members' weights, and --export-best
+    takes the run validated on every held-out set with the best mean ROC-AUC."""
+    import shutil
+
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    from verdictflow.scoring_jobs.training import checker_sets as cs
+    from verdictflow.scoring_jobs.training import checker_training as ct
+
+    script: Any = _device_script()
+    options = ct.TrainOptions(seed=13, epochs=1, learning_rate=5e-5)
+    run = script.parse_run("r:wice,begin-tc:seed=14:epochs=2:lr=1e-4:limit=9:cap=missing=0:"
+                           "cap=qags=3:export", options)  # fmt: skip
+    assert (run.name, run.added, run.export, run.limit, run.caps) == (
+        "r", ["wice", "begin-tc"], True, 9, ["missing=0", "qags=3"],
+    )  # fmt: skip
+    assert (run.options.seed, run.options.epochs, run.options.learning_rate) == (14, 2, 1e-4)
+    assert options.seed == 13  # the command's options are not changed
+    assert script.parse_run("s::soup=a+b", options).soup == ["a", "b"]
+    for wrong in ("r::seed", "r::lr=x", "r::cap=qags=", "r::bogus=1", "r:wice,nope"):
+        with pytest.raises(SystemExit):
+            script.parse_run(wrong, options)
+    pairs = [Pair(s, s, "c", "q", 1.0) for s in ("missing", "qags", "qags", "documents")]
+    assert [p.source for p in script.capped(pairs, ["missing=0", "qags=1"])] == [
+        "qags", "documents",
+    ]  # fmt: skip
+
+    work = tmp_path / "work"
+    trained = tiny_checker.parent / "out" / "hf"
+    for name, scale in (("a", 1.0), ("b", 3.0)):
+        shutil.copytree(trained, work / "runs" / name / "hf")
+        model = AutoModelForSequenceClassification.from_pretrained(str(trained))
+        with torch.no_grad():
+            model.classifier.weight.mul_(scale)
+        model.save_pretrained(str(work / "runs" / name / "hf"))
+    every = ",".join(cs.HELD_OUT)  # nothing left to validate: no data needed
+    result = script.soup_run(script.parse_run(f"s:{every}:soup=a+b", options), work, {})
+    souped = AutoModelForSequenceClassification.from_pretrained(str(work / "runs" / "s" / "hf"))
+    first = AutoModelForSequenceClassification.from_pretrained(str(trained))
+    assert torch.allclose(souped.classifier.weight, 2 * first.classifier.weight)
+    assert torch.equal(souped.bert.encoder.layer[0].output.dense.weight,
+                       first.bert.encoder.layer[0].output.dense.weight)  # fmt: skip
+    assert (result["soup"], result["validation"]) == (["a", "b"], [])
+
+    def ran(name: str, auc: float, sets: tuple[str, ...] = tuple(cs.HELD_OUT)) -> dict[str, Any]:
+        figures = [{"set": s, "roc_auc": auc, "epoch": 1} for s in sets]
+        return {"run": name, "validation": [*figures, {"set": "one threshold", "epoch": 1}]}
+
+    results = [ran("x", 0.7), ran("y", 0.8), ran("z", 0.9, ("wice", "factcheckgpt"))]
+    assert script.best_run(results)["run"] == "y"  # z's mean leaves three sets out
+    assert script.best_run([results[2]]) is None
