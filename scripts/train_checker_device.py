@@ -111,6 +111,8 @@ def held_out_check(name: str, validate: list[str], data: Path, kept: Kept) -> An
 
 
 def one_run(run: RunSpec, core: list[Pair], work: Path, repeat: int, kept: Kept) -> dict[str, Any]:
+    """Fit ``run`` on its share of the core pairs and its added sets (each ``repeat`` times),
+    validated on the held-out sets it did not add; what happened, for ``runs.json``."""
     pairs = capped(core, run.caps)[: run.limit]
     for set_name in run.added:
         pairs += read_pairs(work / f"{set_name}.jsonl.xz") * repeat
@@ -136,7 +138,9 @@ def one_run(run: RunSpec, core: list[Pair], work: Path, repeat: int, kept: Kept)
 def soup_run(run: RunSpec, work: Path, kept: Kept) -> dict[str, Any]:
     """The uniform average of ``run.soup``'s fitted weights, validated as its own run and
     saved where a trained run's are (why: fits from one start that differ only by their seed
-    can often be averaged into one model that ranks better than each, at one model's cost)."""
+    can often be averaged into one model that ranks better than each, at one model's cost;
+    measured 2026-11-30 on three seeds, each with its own fresh head, it ranked no better than
+    its members: docs/checker.md "GPU runs, 2026-11-30")."""
     from safetensors.torch import load_file
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
