@@ -4,6 +4,7 @@ the build matches the sources, and giving the same bytes as pure Python on real 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -46,6 +47,7 @@ def test_nothing_built_runs_pure_python(tmp_path: Path) -> None:
     status = cs.check_build(tmp_path)
     assert not status.active
     assert status.reason.startswith("not built")
+    assert not status.built
     assert status.describe().startswith("pure Python")
 
 
@@ -95,6 +97,26 @@ def test_an_unreadable_manifest_is_not_loaded(tmp_path: Path) -> None:
     status = cs.check_build(tmp_path)
     assert not status.active
     assert "unreadable manifest" in status.reason
+
+
+def test_no_build_is_a_debug_line_and_an_unusable_one_a_warning(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A machine without a compiler runs pure Python by design (debug); a stale or broken
+    build is something to fix (a warning naming `make setup`)."""
+    monkeypatch.delenv(cs.ENV_SWITCH, raising=False)
+    for status, level in (
+        (cs.CompiledStatus(False, "not built (x)", {}, built=False), logging.DEBUG),
+        (cs.CompiledStatus(False, "stale: x", {}), logging.WARNING),
+    ):
+        monkeypatch.setattr(cs, "_status", None)
+        monkeypatch.setattr(cs, "check_build", lambda status=status: status)
+        caplog.clear()
+        with caplog.at_level(logging.DEBUG, logger=cs.__name__):
+            assert cs.activate() is status
+        (record,) = [r for r in caplog.records if r.name == cs.__name__]
+        assert record.levelno == level
+        assert status.reason in record.getMessage()
 
 
 def test_require_refuses_to_start_without_a_usable_build() -> None:

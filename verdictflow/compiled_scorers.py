@@ -116,6 +116,9 @@ class CompiledStatus:
     #: module name -> extension file, for every compiled module and the shared library
     files: dict[str, Path]
     mypyc: str = ""
+    #: False where nothing was built (a machine without a compiler): pure Python by design,
+    #: logged at debug level; any other unusable build is a warning.
+    built: bool = True
 
     def describe(self) -> str:
         if self.active:
@@ -127,7 +130,7 @@ def check_build(build_dir: Path = BUILD_DIR) -> CompiledStatus:
     """Read ``build_dir``'s manifest and say whether its extensions may be used here."""
     manifest_path = build_dir / MANIFEST_NAME
     if not manifest_path.is_file():
-        return CompiledStatus(False, "not built (`make setup` builds it)", {})
+        return CompiledStatus(False, "not built (`make setup` builds it)", {}, built=False)
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
         if manifest.get("format") != MANIFEST_FORMAT:
@@ -203,7 +206,7 @@ def activate() -> CompiledStatus:
             raise ImportError(
                 f"{ENV_SWITCH}=require but the compiled scorers are unusable: {status.reason}"
             )
-        if status.reason.startswith("not built"):
+        if not status.built:
             logger.debug("lexical scorers run as pure Python: %s", status.reason)
         else:
             logger.warning(
