@@ -24,7 +24,7 @@ def test_version_from_meta_equals_the_loaded_pipelines() -> None:
         assert installed_pipeline_version(components) == expected
 
 
-def test_scoring_setup_does_not_load_spacy_until_a_parse() -> None:
+def test_scoring_setup_does_not_import_spacy_nor_load_it_until_a_parse() -> None:
     import subprocess
     import sys
 
@@ -32,6 +32,7 @@ def test_scoring_setup_does_not_load_spacy_until_a_parse() -> None:
     probe = (
         "import sys; from verdictflow.evaluators.policy import Policy; "
         "from verdictflow.scoring_setup import load_scoring; s = load_scoring(Policy()); "
+        "imported = 'spacy' in sys.modules; "
         "from verdictflow.nlp import loaded_pipelines; loaded = loaded_pipelines() > 0; "
         "from verdictflow.evaluators.answer_batch import score_answers; "
         "from verdictflow.evaluators.kinds import Tier; "
@@ -40,11 +41,12 @@ def test_scoring_setup_does_not_load_spacy_until_a_parse() -> None:
         "lexical = score_answers(e, s.ctx, s.analyzer, Tier.LEXICAL); "
         "still = loaded_pipelines() > 0; "
         "nlp = score_answers(e, s.ctx, s.analyzer, Tier.NLP); "
-        "print(loaded, still, nlp[0][0].config_digest == lexical[0][0].config_digest)"
+        "print(imported, loaded, still, nlp[0][0].config_digest == lexical[0][0].config_digest)"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.split() == ["False", "False", "True"]
+    # the version for the digest is read from the model's meta.json, spaCy not even imported
+    assert out.stdout.split() == ["False", "False", "False", "True"]
 
 
 def test_lemma_index_as_sets_gives_the_models_own_lemmas() -> None:
