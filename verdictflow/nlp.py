@@ -85,7 +85,7 @@ def _installed_model_meta() -> dict[str, Any]:
     """The ``meta.json`` of the model package :func:`_import_model` would import (the first of
     :data:`MODEL_PACKAGES` installed), found and read without importing it: a model package
     imports spaCy, ~1.5 s and ~70 MB of a process that only needs the version (measured
-    2026-11-30: a lexical-tier worker, the judge tier, calibration)."""
+    2026-11-30), for a process that never parses: a lexical-tier worker, calibration."""
     for name in MODEL_PACKAGES:
         spec = importlib.util.find_spec(name)
         if spec is None or not spec.submodule_search_locations:
