@@ -64,6 +64,15 @@ class RunSpec:
     caps: list[str] = dataclasses.field(default_factory=list)
     soup: list[str] = dataclasses.field(default_factory=list)
 
+    @property
+    def validated(self) -> list[str]:
+        """The held-out sets this run does not train on: what it is validated on."""
+        return [n for n in cs.HELD_OUT if n not in self.added]
+
+    def core_pairs(self, core: list[Pair]) -> list[Pair]:
+        """The run's share of the core pairs: its caps, then its limit."""
+        return capped(core, self.caps)[: self.limit]
+
 
 def parse_run(spec: str, options: ct.TrainOptions) -> RunSpec:
     """``spec`` as a :class:`RunSpec`; a wrong flag or set is an error before any run starts."""
@@ -97,14 +106,15 @@ def parse_run(spec: str, options: ct.TrainOptions) -> RunSpec:
     return run
 
 
-def held_out_check(name: str, validate: list[str], data: Path, kept: Kept) -> Any:
-    """The trainer's per-epoch validation: figures on ``validate``, each row's score kept."""
+def held_out_check(run: RunSpec, data: Path, kept: Kept) -> Any:
+    """The trainer's per-epoch validation: figures on the sets ``run`` is validated on, each
+    row's score kept."""
 
     def held_out(model: Any, tokenizer: Any) -> list[dict[str, Any]]:
-        predict = cs.torch_predict(model, tokenizer, ct.TrainOptions.max_length, batch=256)
-        figures = cs.validate_all(data, predict, validate, keep=kept)
+        predict = cs.torch_predict(model, tokenizer, run.options.max_length, batch=256)
+        figures = cs.validate_all(data, predict, run.validated, keep=kept)
         for f in figures:
-            logger.info("%s %s", name, f)
+            logger.info("%s %s", run.name, f)
         return figures
 
     return held_out
@@ -113,11 +123,10 @@ def held_out_check(name: str, validate: list[str], data: Path, kept: Kept) -> An
 def one_run(run: RunSpec, core: list[Pair], work: Path, repeat: int, kept: Kept) -> dict[str, Any]:
     """Fit ``run`` on its share of the core pairs and its added sets (each ``repeat`` times),
     validated on the held-out sets it did not add; what happened, for ``runs.json``."""
-    pairs = capped(core, run.caps)[: run.limit]
+    pairs = run.core_pairs(core)
     for set_name in run.added:
         pairs += read_pairs(work / f"{set_name}.jsonl.xz") * repeat
-    validate = [n for n in cs.HELD_OUT if n not in run.added]
-    held_out = held_out_check(run.name, validate, work / "data", kept) if validate else None
+    held_out = held_out_check(run, work / "data", kept) if run.validated else None
     started = time.monotonic()
 
     def progress(step: int, total: int, loss: float) -> None:
@@ -156,8 +165,7 @@ def soup_run(run: RunSpec, work: Path, kept: Kept) -> dict[str, Any]:
     tokenizer = AutoTokenizer.from_pretrained(str(members[0]))  # type: ignore[no-untyped-call]
     device = ct.resolve_device(run.options.device)
     model.to(device).eval()
-    validate = [n for n in cs.HELD_OUT if n not in run.added]
-    figures = held_out_check(run.name, validate, work / "data", kept)(model, tokenizer)
+    figures = held_out_check(run, work / "data", kept)(model, tokenizer)
     for f in figures:
         f["epoch"] = 1
     hf = work / "runs" / run.name / "hf"
@@ -232,7 +240,7 @@ def main() -> None:
     scores: dict[str, Kept] = {}
     for run in runs:
         size = 0 if run.soup else (
-            len(capped(core, run.caps)[: run.limit]) + 2000 * len(run.added)
+            len(run.core_pairs(core)) + 2000 * len(run.added)
         ) * run.options.epochs  # fmt: skip
         if per_pair is not None and time.monotonic() - began + per_pair * size > args.deadline:
             logger.info("skipping %s: it would end after the deadline", run.name)
@@ -275,9 +283,7 @@ def best_run(results: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The run validated on every held-out set whose last epoch's mean ROC-AUC is highest."""
     scored = []
     for result in results:
-        last = max((f.get("epoch", 0) for f in result["validation"]), default=0)
-        aucs = {f["set"]: f["roc_auc"] for f in result["validation"]
-                if "roc_auc" in f and f.get("epoch", 0) == last}  # fmt: skip
+        aucs = {f["set"]: f["roc_auc"] for f in ct.last_epoch_figures(result["validation"])}
         if set(aucs) == set(cs.HELD_OUT):
             scored.append((sum(aucs.values()) / len(aucs), result["run"], result))
     return max(scored, key=lambda s: (s[0], s[1]))[2] if scored else None

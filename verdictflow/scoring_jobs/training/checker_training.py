@@ -341,14 +341,19 @@ def left_out_figures(run: dict[str, Any], runs: Sequence[dict[str, Any]]) -> lis
     for other in runs:
         if other is run or other.get("run") == run.get("run"):
             continue
-        last = max((f.get("epoch", 0) for f in other.get("validation", [])), default=0)
-        for f in other.get("validation", []):
-            name = f.get("set")
-            wanted = name in trained and name not in seen
-            if wanted and "roc_auc" in f and f.get("epoch", 0) == last:
+        for f in last_epoch_figures(other.get("validation", [])):
+            name = f.get("set", "")
+            if name in trained and name not in seen:
                 seen.add(name)
                 out.append({**f, "run": other.get("run")})
     return out
+
+
+def last_epoch_figures(validation: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A run's per-set figures (those with a ROC-AUC: not the shared-threshold lines) of its
+    last validated epoch."""
+    last = max((f.get("epoch", 0) for f in validation), default=0)
+    return [f for f in validation if "roc_auc" in f and f.get("epoch", 0) == last]
 
 
 def supported_at(validation: Sequence[dict[str, Any]]) -> float:
