@@ -173,3 +173,28 @@ def test_compiled_and_pure_python_give_the_same_bytes_on_real_answers() -> None:
     assert native["nlp_outputs"] == pure["nlp_outputs"] > 48
     assert native["lexical"] == pure["lexical"]
     assert native["nlp"] == pure["nlp"]
+
+
+def test_compiled_modules_lowercase_only_through_cpythons_str_lower() -> None:
+    """Compiled, ``text.lower()`` is mypyc's own lowercasing, which misses Unicode's
+    final-sigma rule ("ΟΔΟΣ": "οδοσ" against CPython's "οδος"; the bytes test above caught it
+    on its edge answers): the compiled modules lowercase through ``text_normalise.lower``,
+    which calls CPython's. Checked on their sources, so a new ``.lower()`` is found before a
+    text that needs it does."""
+    import ast
+
+    direct = []
+    for module in cs.COMPILED_MODULES:
+        path = cs.source_path(module)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in {"lower", "upper"}
+                and not node.args  # ``text.lower()``, not ``text_normalise.lower(text)``
+            ):
+                direct.append(f"{path.name}:{node.lineno}")
+    assert direct == []
+    from verdictflow.evaluators.text_normalise import lower
+
+    assert lower("Ο ΣΊΣΥΦΟΣ, ΟΔΟΣ.") == "ο σίσυφος, οδος." == "Ο ΣΊΣΥΦΟΣ, ΟΔΟΣ.".lower()

@@ -29,6 +29,14 @@ test of the build).
 Verdicts do not record which of the two scored them: both give the same bytes (a test runs
 real data through each and compares), so a worker compiled and ``verdictflow eval`` without
 still agree byte for byte, and the environment digest stays the same.
+
+mypyc carries its own versions of some ``str`` methods (``mypyc/primitives/str_ops.py``); of
+those read in mypyc 2.4.1 (case, ``is*``, strip, split, find, replace) one differs from
+CPython's: ``str.lower()`` maps each character alone and misses Unicode's
+final-sigma rule ("ΟΔΟΣ" -> "οδοσ", CPython "οδος"), so for a day (2026-11-30, session 15 on) a
+compiled worker's token sets differed from pure Python's on Greek capitals. The compiled
+modules lowercase through ``text_normalise.lower`` (CPython's method, called as any callable);
+a test holds their sources to it, and the bytes test includes such answers.
 """
 
 from __future__ import annotations

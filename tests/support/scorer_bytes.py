@@ -76,6 +76,39 @@ def labelled_events() -> list[dict[str, object]]:
     return events
 
 
+#: Answers where a compiled string operation could part from CPython's: Unicode's context
+#: rule for a capital sigma at a word's end ("ΟΔΟΣ" lowercases to "οδος"), one-to-many case
+#: mappings ("İ", "ß", "ﬁ"), titlecase and full-width letters, scripts without case.
+EDGE_EVENTS = [
+    {
+        "id": f"edge-{i}",
+        "query": query,
+        "answer": answer,
+        "contexts": [context],
+    }
+    for i, (query, answer, context) in enumerate(
+        [
+            (
+                "ΠΟΥ ΕΙΝΑΙ Ο ΣΙΣΥΦΟΣ;",
+                "Ο ΣΊΣΥΦΟΣ ΕΊΝΑΙ ΣΤΗΝ ΚΌΡΙΝΘΟ.",
+                "Ο Σίσυφος ήταν βασιλιάς της Κορίνθου.",
+            ),
+            (
+                "Where is İstanbul?",
+                "İSTANBUL lies on the Bosphorus, STRASSE ﬁle.",
+                "Istanbul, straße, file.",
+            ),
+            (
+                "Ǆemal ＦＵＬＬ",
+                "ǄEMAL wrote ＦＵＬＬ width text: ΟΔΟΣ ΟΔΟΣ.",
+                "Džemal, full width: οδος.",
+            ),
+            ("北京在哪里？", "北京是中国的首都。", "北京是中华人民共和国的首都。"),
+        ]
+    )
+]
+
+
 def digest(records: list[Record], tier: Tier, scoring: Scoring) -> tuple[str, int]:
     sha = hashlib.sha256()
     count = 0
@@ -91,7 +124,7 @@ def digest(records: list[Record], tier: Tier, scoring: Scoring) -> tuple[str, in
 
 
 def main() -> None:
-    real = [json.dumps(e).encode() for e in labelled_events()]
+    real = [json.dumps(e).encode() for e in EDGE_EVENTS + labelled_events()]
     generated = generate(600, seed=11, malformed_every=37, grouped_share=0.1, inline_share=0.2)
     lines = real + list(generated.lines)
     records = [Record("answers", 0, i, None, line, 1.0e9 + i) for i, line in enumerate(lines)]

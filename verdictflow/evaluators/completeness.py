@@ -202,13 +202,13 @@ def _apply_ignoring_case(rules: Sequence[_Rule], text: str) -> str:
         for rule in rules:
             text = rule.apply(text)
         return text
-    lowered = text.lower()
+    lowered = text_normalise.lower(text)
     for rule in rules:
         if rule.needs is not None and not _holds_one(lowered, rule.needs):
             continue
         changed = rule.apply(text)
         if changed != text:
-            text, lowered = changed, changed.lower()
+            text, lowered = changed, text_normalise.lower(changed)
     return text
 
 
@@ -285,7 +285,7 @@ class TreebankWords:
         marks = frozenset(_ASCII_MARK.findall(text))
         present = self._marks & marks
         longer = [s for s in self._longer if s[0] in marks and s in text]
-        lowered = text.lower()
+        lowered = text_normalise.lower(text)
         words = self._any_word.search(lowered) is not None
         if not longer and not words:
             return present
@@ -308,7 +308,7 @@ def _tokenizer() -> TreebankWords:
 
 def keywords(text: str) -> list[str]:
     """Distinct keywords of ``text`` in first-seen order."""
-    normalised = text_normalise.clean(text).lower()
+    normalised = text_normalise.lower(text_normalise.clean(text))
     stop = stop_words()
     seen: dict[str, None] = {}
     for token in _tokenizer().tokenize(normalised):

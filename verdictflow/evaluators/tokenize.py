@@ -68,7 +68,7 @@ def _words(text: str) -> list[str]:
 
 
 def _token_set(text: str, remove_stopwords: bool) -> frozenset[str]:
-    found = _words(text_normalise.clean(text).lower())
+    found = _words(text_normalise.lower(text_normalise.clean(text)))
     if remove_stopwords:
         stop = stop_words()
         return frozenset(t for t in found if t not in stop)
