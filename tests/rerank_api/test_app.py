@@ -59,7 +59,11 @@ async def client_for() -> AsyncIterator[Callable[[ApiSettings], Any]]:
 
 
 def settings(npz: Path, **kw: Any) -> ApiSettings:
-    return ApiSettings(source="artifacts", npz=npz, **kw)
+    """Artifact-mode settings; the heap is not frozen unless asked for (``gc_freeze``): the
+    freeze starts with a full collection, ~1 s in a test process that holds spaCy, WordNet and
+    torch, 28 s of this module's 65 s (2026-11-30). The freeze itself is tested once, in
+    :func:`test_serving_tunes_the_interpreter_and_restores_it`."""
+    return ApiSettings(source="artifacts", npz=npz, **{"gc_freeze": False, **kw})
 
 
 QUERY = {"q": "Which ocean is the largest?", "top_k": 3}
@@ -101,10 +105,10 @@ async def test_weights_change_the_ordering_gate_4(
     assert cos["ocean-a"] > cos["ocean-c"]
     monkeypatch.setenv("LNSP_W_COS", "1.0")
     monkeypatch.setenv("LNSP_W_QUALITY", "0.0")
-    cos_only = await client_for(ApiSettings(source="artifacts", npz=corpus, quality=quality_file))
+    cos_only = await client_for(settings(corpus, quality=quality_file))
     monkeypatch.setenv("LNSP_W_COS", "0.5")
     monkeypatch.setenv("LNSP_W_QUALITY", "0.5")
-    blended = await client_for(ApiSettings(source="artifacts", npz=corpus, quality=quality_file))
+    blended = await client_for(settings(corpus, quality=quality_file))
     order_cos = [i["doc_id"] for i in (await cos_only.post("/search", json=QUERY)).json()["items"]]
     order_mix = [i["doc_id"] for i in (await blended.post("/search", json=QUERY)).json()["items"]]
     assert order_cos == sorted(order_cos, key=lambda d: (-cos[d], d))
@@ -352,7 +356,8 @@ async def test_serving_tunes_the_interpreter_and_restores_it(corpus: Path) -> No
 
     before = sys.getswitchinterval()
     gc.unfreeze()
-    async with LifespanManager(create_app(settings(corpus, gil_switch_interval_ms=0.25))):
+    tuned = settings(corpus, gil_switch_interval_ms=0.25, gc_freeze=True)
+    async with LifespanManager(create_app(tuned)):
         assert sys.getswitchinterval() == pytest.approx(0.00025)
         assert gc.get_freeze_count() > 1000  # the loaded state is in the permanent generation
     assert sys.getswitchinterval() == before

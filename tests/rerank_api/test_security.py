@@ -46,7 +46,10 @@ async def client_for(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
     npz = make_corpus(tmp_path / "v.npz")
 
     async def make(**kw: Any) -> httpx.AsyncClient:
-        return await open_client(ApiSettings(source="artifacts", npz=npz, **kw), managers)
+        # No heap freeze: its full collection is ~1 s in a test process holding spaCy and
+        # torch, and it is tested in test_app.py (test_serving_tunes_the_interpreter_...).
+        settings = ApiSettings(source="artifacts", npz=npz, **{"gc_freeze": False, **kw})
+        return await open_client(settings, managers)
 
     yield make
     await close_all(managers)
