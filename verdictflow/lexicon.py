@@ -194,7 +194,9 @@ _INDEX_FILES = frozenset(
 
 
 def _reader(path: Path) -> Any:
-    import nltk
+    from verdictflow.nltk_import import import_nltk
+
+    nltk = import_nltk()
     from nltk.corpus.reader.wordnet import WordNetCorpusReader
 
     if str(path) not in nltk.data.path:

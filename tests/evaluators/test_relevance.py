@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
-from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, CountVectorizer, TfidfVectorizer
 
+from tests.support.paths import SHARED_DATA
+from tests.support.scorer_bytes import labelled_events
+from verdictflow import english_stop_words
 from verdictflow.evaluators.relevance import (
     BackgroundStats,
     build_background_stats,
     relevance,
     tfidf_vector,
 )
-from verdictflow.evaluators.tokenize import Tokenizer
+from verdictflow.evaluators.tokenize import Tokenizer, english_words, stop_words
 from verdictflow.idf_stats import read_stats, write_stats
 
 TOK = Tokenizer()
@@ -97,3 +101,49 @@ def test_min_df_drops_rare_terms() -> None:
 def test_bad_stats_are_rejected(payload: bytes, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         BackgroundStats.from_json(payload)
+
+
+#: Texts where a hand-written analyzer could part from scikit-learn's: case folding that
+#: changes length or adds a combining mark, scripts without case, underscores, digits,
+#: one-letter words, compatibility forms, stop words in capitals.
+EDGE_TEXTS = [
+    "The U.S. AND the UK: 42 x_y_z, a1 b 2b I'm naïve.",
+    "İstanbul ΣΊΣΥΦΟΣ straße ﬁle Ǆemal ＦＵＬＬ",
+    "北京是中国的首都 and 東京",
+    "",
+    "   \t\n",
+]
+
+
+def test_the_analyzer_and_stop_words_are_scikit_learns_on_real_texts() -> None:
+    """``english_words`` (relevance's terms, the hashing embedder's features) is written out,
+    and the stop words are read from scikit-learn's file, so that scoring never imports
+    scikit-learn (verdictflow/english_stop_words.py): both must be exactly what
+    ``CountVectorizer(stop_words="english")`` does, on the data's questions, answers and
+    contexts."""
+    assert stop_words() == ENGLISH_STOP_WORDS
+    reference = CountVectorizer(stop_words="english").build_analyzer()
+    texts = [*EDGE_TEXTS]
+    for event in labelled_events():
+        texts += [str(event["answer"]), str(event.get("query", "")), *map(str, event["contexts"])]
+    assert len(texts) > 1000 or not SHARED_DATA.is_dir()
+    assert [english_words(t) for t in texts] == [reference(t) for t in texts]
+
+
+def test_the_stop_words_are_imported_where_scikit_learns_file_is_not_as_expected(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other = tmp_path / "_stop_words.py"
+    other.write_text("ENGLISH_STOP_WORDS = set(load_them())\n")
+    with pytest.raises(ValueError, match="no ENGLISH_STOP_WORDS"):
+        english_stop_words.read_stop_words(other)
+    for found in (other, tmp_path / "missing.py", None):
+        monkeypatch.setattr(english_stop_words, "_source_file", lambda found=found: found)
+        english_stop_words.english_stop_words.cache_clear()
+        try:
+            assert english_stop_words.english_stop_words() == ENGLISH_STOP_WORDS
+        finally:
+            english_stop_words.english_stop_words.cache_clear()
+    literal = tmp_path / "literal.py"
+    literal.write_text('# words\nOTHER = 1\nENGLISH_STOP_WORDS = frozenset(["a", "the"])\n')
+    assert english_stop_words.read_stop_words(literal) == {"a", "the"}

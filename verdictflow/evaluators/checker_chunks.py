@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+from verdictflow.evaluators.tokenize import stop_words
 
 CHUNK_WORDS = 150
 TOP_CHUNKS = 3
@@ -86,9 +86,8 @@ def chunk_contexts(contexts: Sequence[str], max_words: int = CHUNK_WORDS) -> lis
 
 
 def content_words(text: str) -> frozenset[str]:
-    return frozenset(
-        w for w in (m.group().lower() for m in _WORD.finditer(text)) if w not in ENGLISH_STOP_WORDS
-    )
+    stop = stop_words()
+    return frozenset(w for w in (m.group().lower() for m in _WORD.finditer(text)) if w not in stop)
 
 
 def top_chunks(claim: str, chunks: Sequence[Chunk], k: int = TOP_CHUNKS) -> list[int]:

@@ -235,6 +235,9 @@ class TreebankWords:
     """
 
     def __init__(self) -> None:
+        from verdictflow.nltk_import import import_nltk
+
+        import_nltk()  # without SciPy and scikit-learn, which NLTK would import too
         from nltk.tokenize import NLTKWordTokenizer as T
 
         self.starting_quotes = _rules(T.STARTING_QUOTES)

@@ -18,27 +18,21 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import orjson
+
+from verdictflow.evaluators.tokenize import english_words
 
 STATS_FORMAT = "verdictflow-df/1"
 ANALYZER_VERSION = "sklearn-word:(?u)\\b\\w\\w+\\b:lower:stop=english"
 
 
-@lru_cache(maxsize=1)
-def _analyzer() -> Callable[[str], list[str]]:
-    from sklearn.feature_extraction.text import CountVectorizer
-
-    analyze: Callable[[str], list[str]] = CountVectorizer(stop_words="english").build_analyzer()
-    return analyze
-
-
 def analyze(text: str) -> list[str]:
-    """scikit-learn's word analyzer with English stop words removed."""
-    return _analyzer()(text)
+    """scikit-learn's word analyzer with English stop words removed
+    (:func:`~verdictflow.evaluators.tokenize.english_words`)."""
+    return english_words(text)
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
 """The spec tokenizer (Q1/Q2 spec, 000): NFKC, lowercase, regex ``\\w+``, distinct token set.
 
 Stop-word removal is optional and off by default, as the spec says. When on, the list is
-scikit-learn's ``ENGLISH_STOP_WORDS`` (a maintained list, loaded lazily so the default path
-does not import scikit-learn). The version string names every choice that changes a token set,
-and goes into every verdict; change it whenever the behaviour changes.
+scikit-learn's ``ENGLISH_STOP_WORDS`` (a maintained list, read from scikit-learn's own file
+without importing scikit-learn: :mod:`verdictflow.english_stop_words`). The version string
+names every choice that changes a token set, and goes into every verdict; change it whenever
+the behaviour changes.
 
 Text normalisation (:mod:`~verdictflow.evaluators.text_normalise`: NFKC, invisible format and
 control characters and terminal escapes removed) is an addition to the spec's "lowercase,
@@ -25,10 +26,10 @@ _BASE_VERSION = f"vf-tok/2:{text_normalise.VERSION}+lower+re:\\w+:set"
 
 @lru_cache(maxsize=1)
 def stop_words() -> frozenset[str]:
-    """scikit-learn's English stop words, imported on first use."""
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+    """scikit-learn's English stop words, read on first use."""
+    from verdictflow.english_stop_words import english_stop_words
 
-    return frozenset(ENGLISH_STOP_WORDS)
+    return english_stop_words()
 
 
 #: Texts up to this many characters have their token sets memoised: one answer's text is
@@ -78,3 +79,21 @@ def _token_set(text: str, remove_stopwords: bool) -> frozenset[str]:
 #: A pure function of its arguments, so memoising it cannot change a token set; lru_cache is
 #: thread-safe (the NLP tier scores in a thread beside the lexical tier in ``--tier all``).
 _memoised_token_set = lru_cache(maxsize=_MEMO_ENTRIES)(_token_set)
+
+
+#: scikit-learn's default ``token_pattern``, as its vectorizers compile it.
+_SKLEARN_TOKEN = re.compile(r"(?u)\b\w\w+\b")
+
+
+def english_words(text: str) -> list[str]:
+    """What scikit-learn's word analyzer with English stop words gives a ``str``
+    (``CountVectorizer(stop_words="english").build_analyzer()``, the same for
+    ``HashingVectorizer`` and ``TfidfVectorizer``): lowercase, ``token_pattern``, stop words
+    dropped, unigrams in order. Relevance weighs these terms and the hashing embedder hashes
+    them. Written out here because building the analyzer imports scikit-learn's estimator base,
+    SciPy's ``stats`` and pandas (2.0-2.4 s of every scoring process's and worker's start,
+    2026-11-30); ``tests/evaluators/test_relevance.py`` holds the tokens equal to the
+    analyzer's on the data's texts."""
+    stop = stop_words()
+    words = _SKLEARN_TOKEN.findall(text_normalise.lower(text))
+    return [word for word in words if word not in stop]
