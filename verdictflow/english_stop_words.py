@@ -18,10 +18,11 @@ the words are the same either way (``tests/evaluators/test_relevance.py`` compar
 from __future__ import annotations
 
 import ast
-import importlib.util
 import logging
 from functools import lru_cache
 from pathlib import Path
+
+from verdictflow.environment import installed_package_dirs
 
 logger = logging.getLogger(__name__)
 
@@ -31,10 +32,8 @@ NAME = "ENGLISH_STOP_WORDS"
 
 
 def _source_file() -> Path | None:
-    spec = importlib.util.find_spec("sklearn")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations))) / SOURCE
+    dirs = installed_package_dirs("sklearn")
+    return dirs[0] / SOURCE if dirs else None
 
 
 def read_stop_words(path: Path) -> frozenset[str]:

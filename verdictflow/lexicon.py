@@ -30,7 +30,6 @@ redistribution with its notice: ``data/WORDNET_LICENSE``).
 from __future__ import annotations
 
 import importlib.resources
-import importlib.util
 import io
 import logging
 import lzma
@@ -44,6 +43,7 @@ from typing import Any
 
 import orjson
 
+from verdictflow.environment import installed_package_dirs
 from verdictflow.exceptions import VerdictflowError
 
 logger = logging.getLogger(__name__)
@@ -64,9 +64,8 @@ class LexiconNotInstalledError(VerdictflowError):
 
 
 def _data_dir() -> Path:
-    spec = importlib.util.find_spec(DATA_PACKAGE)
-    for location in list(spec.submodule_search_locations or []) if spec else []:
-        path = Path(location) / "data" / "wordnet-3.0"
+    for location in installed_package_dirs(DATA_PACKAGE):
+        path = location / "data" / "wordnet-3.0"
         if (path / "data.noun").is_file():
             return path
     raise LexiconNotInstalledError(

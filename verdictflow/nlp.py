@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import gc
 import importlib
-import importlib.util
 import itertools
 import json
 import logging
@@ -23,10 +22,10 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from verdictflow.attribute_rules import faster_attribute_rules
+from verdictflow.environment import installed_package_dirs
 from verdictflow.exceptions import VerdictflowError
 from verdictflow.gc_tuning import freeze_loaded, thaw
 
@@ -87,10 +86,10 @@ def _installed_model_meta() -> dict[str, Any]:
     imports spaCy, ~1.5 s and ~70 MB of a process that only needs the version (measured
     2026-11-30), for a process that never parses: a lexical-tier worker, calibration."""
     for name in MODEL_PACKAGES:
-        spec = importlib.util.find_spec(name)
-        if spec is None or not spec.submodule_search_locations:
+        dirs = installed_package_dirs(name)
+        if not dirs:
             continue
-        path = Path(next(iter(spec.submodule_search_locations))) / "meta.json"
+        path = dirs[0] / "meta.json"
         try:
             meta: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
