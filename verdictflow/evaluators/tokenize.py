@@ -18,17 +18,16 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from verdictflow.english_stop_words import english_stop_words
 from verdictflow.evaluators import text_normalise
 
 _WORD = re.compile(r"\w+")
 _BASE_VERSION = f"vf-tok/2:{text_normalise.VERSION}+lower+re:\\w+:set"
 
 
-@lru_cache(maxsize=1)
 def stop_words() -> frozenset[str]:
-    """scikit-learn's English stop words, read on first use."""
-    from verdictflow.english_stop_words import english_stop_words
-
+    """scikit-learn's English stop words, read on first use (and kept by
+    :func:`~verdictflow.english_stop_words.english_stop_words`)."""
     return english_stop_words()
 
 
