@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from tests.support.paths import SHARED_DATA
-from tests.support.scorer_bytes import labelled_events
+from tests.support.scorer_bytes import labelled_texts
 from verdictflow.evaluators.embedding import DEFAULT_DIM, HashingEmbedder, embed_texts
 
 
@@ -52,12 +52,11 @@ def _hashing_vectorizer_rows(texts: list[str], dim: int) -> np.ndarray:
 
 def test_vectors_are_scikit_learns_hashing_vectorizers_bit_for_bit() -> None:
     """The embedder computes ``HashingVectorizer``'s vectors without scikit-learn (whose
-    import was 2 s of every worker's start): the same bytes, on the data's answers and contexts
-    (words that collide with opposite signs, long documents) and on edge texts, at three
-    dimensions."""
+    import was 2 s of every worker's start): the same bytes, on the data's questions, answers
+    and contexts (words that collide with opposite signs, long documents) and on edge texts,
+    at three dimensions."""
     texts = ["", "the a an", "Hello hello HELLO world", "İstanbul ΣΊΣΥΦΟΣ ﬁle x_y 42"]
-    for event in labelled_events():
-        texts += [str(event["answer"]), *map(str, event["contexts"])]
+    texts += labelled_texts()
     assert len(texts) > 1000 or not SHARED_DATA.is_dir()
     for dim in (8, 384, 1000):
         got = HashingEmbedder(dim).embed(texts)

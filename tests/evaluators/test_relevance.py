@@ -9,7 +9,7 @@ import pytest
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, CountVectorizer, TfidfVectorizer
 
 from tests.support.paths import SHARED_DATA
-from tests.support.scorer_bytes import labelled_events
+from tests.support.scorer_bytes import labelled_texts
 from verdictflow import english_stop_words
 from verdictflow.evaluators.relevance import (
     BackgroundStats,
@@ -123,9 +123,7 @@ def test_the_analyzer_and_stop_words_are_scikit_learns_on_real_texts() -> None:
     contexts."""
     assert stop_words() == ENGLISH_STOP_WORDS
     reference = CountVectorizer(stop_words="english").build_analyzer()
-    texts = [*EDGE_TEXTS]
-    for event in labelled_events():
-        texts += [str(event["answer"]), str(event.get("query", "")), *map(str, event["contexts"])]
+    texts = [*EDGE_TEXTS, *labelled_texts()]
     assert len(texts) > 1000 or not SHARED_DATA.is_dir()
     assert [english_words(t) for t in texts] == [reference(t) for t in texts]
 

@@ -109,6 +109,16 @@ EDGE_EVENTS = [
 ]
 
 
+def labelled_texts() -> list[str]:
+    """Every question, answer and context of :data:`EDGE_EVENTS` and :func:`labelled_events`:
+    real text for tests that hold a rewritten piece equal to the library it replaces."""
+    return [
+        str(text)
+        for event in EDGE_EVENTS + labelled_events()
+        for text in (event["query"], event["answer"], *event["contexts"])
+    ]
+
+
 def digest(records: list[Record], tier: Tier, scoring: Scoring) -> tuple[str, int]:
     sha = hashlib.sha256()
     count = 0
