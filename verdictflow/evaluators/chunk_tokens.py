@@ -284,9 +284,12 @@ class ChunkTokens(Generic[V]):
             for word in words:
                 self._learn(word)
             return
-        doc = self._tokenizer("\n".join(words))
+        lines = "\n".join(words)
+        doc = self._tokenizer(lines)
         orths, offsets = (column.tolist() for column in doc.to_array([ORTH, IDX]).T)
-        offsets.append(len(doc.text) + 1)  # a sentinel past the last chunk's tokens
+        # A sentinel past the last chunk's tokens (the text's length read from the string:
+        # ``doc.text`` makes a ``Token`` of every token: 4 % of indexing new context, profiled).
+        offsets.append(len(lines) + 1)
         values = self._read(doc)
         strings = doc.vocab.strings
         chunks = self._memo.chunks

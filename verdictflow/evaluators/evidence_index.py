@@ -34,6 +34,7 @@ Span = tuple[int, int]
 _NUMBER = re.compile(r"\d+(?:[.,:/]\d+)*")
 _SPACED_NUMBER = re.compile(r"\d+(?:[.,:/] ?\d+)*")
 _DIGITS = re.compile(r"\d+")
+_PLUS_ONE = (1).__add__
 #: The longest acronym :meth:`EvidenceIndex.find_acronym` expands.
 ACRONYM_MAX_LETTERS = 6
 _ACRONYM_CONNECTORS = frozenset({"of", "and", "the", "for", "&"})
@@ -89,12 +90,10 @@ class EvidenceIndex:
         return self._written_numbers
 
     def __post_init__(self) -> None:
-        offsets, position = [], 1
-        for word in self.words:
-            offsets.append(position)
-            position += len(word) + 1
+        # Word i starts after a space and words 0..i-1, each with the space after it.
+        starts = itertools.accumulate(map(_PLUS_ONE, map(len, self.words)), initial=1)
         object.__setattr__(self, "_joined", " " + " ".join(self.words) + " ")
-        object.__setattr__(self, "_offsets", tuple(offsets))
+        object.__setattr__(self, "_offsets", tuple(itertools.islice(starts, len(self.words))))
 
     def find_quantity(self, wanted: Quantity) -> Span | None:
         """Span of the first quantity that ``wanted`` matches (:meth:`Quantity.matches`).
