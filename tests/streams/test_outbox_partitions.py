@@ -1,5 +1,6 @@
 """Batched output records land on the partition ``producer.send`` would have picked, by a
-murmur2 of our own that gives aiokafka's value."""
+murmur2 of our own that gives aiokafka's value; a drain's verdicts for a partition fit one batch
+of the output producer."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from aiokafka.partitioner import DefaultPartitioner, murmur2
 from hypothesis import given
 from hypothesis import strategies as st
 
-from verdictflow.streams.outbox import FaustOutbox
+from verdictflow.settings import Settings
+from verdictflow.streams.outbox import FaustOutbox, output_producer
 from verdictflow.streams.records import kafka_murmur2
 
 
@@ -66,3 +68,22 @@ async def test_keys_go_where_the_default_partitioner_sends_them(partitions: set[
 def test_kafka_murmur2_is_aiokafkas(key: bytes) -> None:
     """The word-at-a-time murmur2 gives aiokafka's value for every key, every tail length."""
     assert kafka_murmur2(key) == murmur2(key)
+
+
+async def test_a_batchs_verdicts_for_a_partition_go_out_as_one_record_batch() -> None:
+    """A lexical batch of 256 answers gives ~180 KB of verdicts a topic (772 bytes a
+    groundedness verdict of the bench's answers). At aiokafka's default batch size they went
+    out in batches of ~20 records, a broker round trip each (issue 41): with the output
+    producer's batches they fit one (aiokafka's own builder, as the outbox fills it)."""
+    producer = output_producer(Settings(broker="kafka://127.0.0.1:1"))
+    batch = producer.create_batch()
+    value = b"v" * 772
+    headers = [("vf-source", b"answers/0@123456")]
+    appended = [
+        batch.append(key=f"answer-{i}".encode(), value=value, timestamp=None, headers=headers)
+        for i in range(256)
+    ]
+    assert all(meta is not None for meta in appended)
+    # and a record far over it still goes, alone in its batch
+    alone = producer.create_batch()
+    assert alone.append(key=b"k", value=b"v" * 900_000, timestamp=None, headers=[]) is not None
