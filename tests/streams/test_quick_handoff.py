@@ -15,7 +15,7 @@ import pytest
 from mode import Service
 from mode.utils.locks import Event
 
-from verdictflow.streams.quick_handoff import QuickHandoff, _Started
+from verdictflow.streams.quick_handoff import FETCH_LOOP_WAIT_SECONDS, QuickHandoff, _Started
 from verdictflow.streams.safe_commit import SafeCommitConsumer
 
 
@@ -152,3 +152,30 @@ async def test_a_blocked_hand_over_cancelled_before_its_task_runs_is_cancelled_i
         await task
     assert happened == ["cancelled"]
     assert inspect.getcoroutinestate(coro) == inspect.CORO_CLOSED
+
+
+class _Fetching:
+    """Faust's consumer as the fetch loop calls it: ``getmany(timeout)``, an async iterator."""
+
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+
+    async def getmany(self, timeout: float) -> Any:
+        self.waits.append(timeout)
+        yield ("tp", "record")
+
+
+class QuickFetching(QuickHandoff, _Fetching):
+    pass
+
+
+async def test_a_fetch_loop_call_waits_at_most_a_tenth_of_a_second() -> None:
+    """Faust's fetch loop asks for records with a 1 s wait, and a partition put back on the
+    fetch list after flow control is fetched only by the next call: the call is capped so it
+    comes within FETCH_LOOP_WAIT_SECONDS (the lexical tier stalled 250-400 ms per ~5,000
+    answers of a backlog before, issue 41); shorter waits asked for are kept."""
+    consumer = QuickFetching()
+    assert [item async for item in consumer.getmany(timeout=1.0)] == [("tp", "record")]
+    assert [item async for item in consumer.getmany(timeout=0.02)] == [("tp", "record")]
+    assert consumer.waits == [FETCH_LOOP_WAIT_SECONDS, 0.02]
+    assert FETCH_LOOP_WAIT_SECONDS <= 0.1
