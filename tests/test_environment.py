@@ -43,6 +43,10 @@ def test_policy_change_and_environment_are_visible_in_every_verdict(tmp_path):
     assert default.environment_digest == stricter.environment_digest == environment_digest()
     assert len(environment_digest()) == 32
     assert {"python", "spacy", "scikit-learn", "verdictflow"} <= environment_manifest().keys()
+    # what computes a parse or a hashed feature under spaCy's version ranges (the hashing
+    # embedder's MurmurHash3 moved out of scikit-learn, whose version was recorded before)
+    for name in ("thinc", "blis", "murmurhash"):
+        assert environment_manifest()[name] not in ("", "absent"), name
     # A separate process (the offline eval) computes the same hash, and the same bytes as
     # this process does.
     from verdictflow.models.codec import encode

