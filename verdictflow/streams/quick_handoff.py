@@ -1,4 +1,5 @@
-"""Faust's fetch loop hands each record on without four tasks per record.
+"""Faust's fetch loop hands each record on without four tasks per record, and comes back for a
+partition put back on its fetch list within 0.1 s.
 
 Faust 0.15.3's fetch loop (``Consumer._drain_messages``) hands every record to the agents with
 ``await self.wait_first(callback(message), self.suspend_flow.wait())``, so that a record whose
