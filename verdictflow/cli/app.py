@@ -51,6 +51,7 @@ COMMANDS: list[tuple[str, Callable[..., Any]]] = [
     ("train-faithfulness", offline_commands.train_faithfulness),
     ("train-checker", offline_commands.train_checker),
     ("schemas", offline_commands.schemas),
+    ("index-contexts", offline_commands.index_contexts),
     ("api", api_command.api),
     ("dev", stream.dev),
     ("score-quality", score_quality),

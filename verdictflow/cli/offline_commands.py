@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -152,6 +153,63 @@ def _scored_with_progress(
             processes=scorers, scored=lambda n: bar.advance(task, n),
         )  # fmt: skip
         return list(scored)
+
+
+def index_contexts(
+    file: Annotated[Path, EventsFile("passages (strings, objects with text, or answer events)")],
+    policy: PolicyOpt = None,
+) -> None:
+    """Index passages into the data dir's context store (VERDICTFLOW_DATA_DIR, default
+    .verdictflow) before answers cite them, as workers and ``eval answers`` keep them: those
+    with the same data dir and policy read them back instead of indexing them. Exit code 1 when
+    an item had no passage (reported on stderr), 2 when the store is off or cannot be opened."""
+    from rich.progress import Progress
+
+    from verdictflow.cli.options import build_settings
+    from verdictflow.cli.progress_lines import ProgressLines
+    from verdictflow.context_store import ContextStore
+    from verdictflow.evaluators.policy import load_policy
+    from verdictflow.scoring_jobs.batch.index_contexts import index_passages, read_passages
+    from verdictflow.scoring_setup import load_scoring
+
+    settings = build_settings()
+    scoring = load_scoring(
+        load_policy(policy), "none", data_dir=settings.data_dir,
+        store_bytes=settings.context_store_bytes, warm_up=False,
+    )  # fmt: skip
+    store = scoring.analyzer.store
+    if not isinstance(store, ContextStore) or not store.available:
+        _say(f"no context store to fill under {settings.data_dir} (off when "
+             "VERDICTFLOW_CONTEXT_STORE_BYTES=0; else see the warning above)")  # fmt: skip
+        raise typer.Exit(2)
+    passages = read_passages(event_records(file))
+    for number in passages.bad_records:
+        _say(f"{source_name(file)}:{number}: not a passage, a context or an answer event")
+    total = len(passages.texts)
+    started = time.perf_counter()
+    lines = ProgressLines(err, "index-contexts passages")  # stderr to a file: lines, not a bar
+    with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:
+        task = bar.add_task("indexing contexts", total=total)
+
+        def done(n: int) -> None:
+            bar.advance(task, n)
+            lines.update(int(bar.tasks[0].completed), total)
+
+        built = index_passages(
+            scoring.analyzer, passages.texts, vocab_limit=settings.spacy_vocab_limit, done=done
+        )
+    _say(
+        f"{total:,} distinct passages: {built:,} indexed, {total - built:,} already stored, in "
+        f"{time.perf_counter() - started:.1f} s; the store {store.path} holds "
+        f"{store.stored_bytes / 2**20:.1f} MiB of at most {store.max_bytes / 2**20:.0f} MiB"
+    )
+    if passages.bad_records:
+        raise typer.Exit(1)
+
+
+def _say(text: str) -> None:
+    """One plain line on stderr, however long (no wrapping; no markup read in a path)."""
+    err.print(text, soft_wrap=True, markup=False, highlight=False)
 
 
 def eval_summaries(

@@ -237,6 +237,14 @@ class AnswerAnalyzer:
                                key.hex()[:16], exc)  # fmt: skip
         return out
 
+    def index_contexts(self, texts: Sequence[str]) -> int:
+        """Index ``texts`` ahead of the answers that will cite them, as :meth:`analyze` indexes
+        an answer's contexts (kept in memory and written to the store); how many were built
+        here, the others being cached or stored already."""
+        before = self.contexts_indexed
+        self._indexes([text for text in texts if text.strip()])
+        return self.contexts_indexed - before
+
     def analyze(self, events: Sequence[AnswerEvent]) -> list[ParsedAnswer]:
         """One :class:`ParsedAnswer` per event, in order."""
         context_texts = [c.text for e in events for c in e.context_passages if c.text.strip()]
