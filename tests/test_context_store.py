@@ -99,9 +99,13 @@ def test_the_store_is_bounded_oldest_out(tmp_path) -> None:
         return b"".join(hashlib.sha256(bytes([i, j])).digest() for j in range(64))
 
     bodies = [(bytes([i]) * 32, noise(i)) for i in range(40)]
-    for entry in bodies:
+    for entry in bodies[:5]:
+        store.write([entry])
+    assert store.evictions == 0
+    for entry in bodies[5:]:
         store.write([entry])
     assert store.stored_bytes <= 20_000
+    assert store.evictions > 0  # what index-contexts reports: its corpus did not all fit
     kept = store.read([key for key, _ in bodies])
     assert kept
     assert len(kept) < len(bodies)

@@ -102,6 +102,8 @@ class ContextStore:
         self.hits = 0
         self.misses = 0
         self.errors = 0
+        #: Times this process dropped the oldest rows to stay within ``max_bytes``.
+        self.evictions = 0
         self._lock = threading.Lock()
         self._connection: sqlite3.Connection | None = None
         self._bytes = 0
@@ -217,6 +219,7 @@ class ContextStore:
             if last is not None:
                 self._connection.execute("DELETE FROM evidence_indexes WHERE rowid <= ?", (last,))
             self._bytes = self._total()
+        self.evictions += 1
         logger.info("context index store %s: oldest entries dropped, %d bytes kept",
                     self.path, self._bytes)  # fmt: skip
 

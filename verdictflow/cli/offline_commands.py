@@ -201,8 +201,13 @@ def index_contexts(
     _say(
         f"{total:,} distinct passages: {built:,} indexed, {total - built:,} already stored, in "
         f"{time.perf_counter() - started:.1f} s; the store {store.path} holds "
-        f"{store.stored_bytes / 2**20:.1f} MiB of at most {store.max_bytes / 2**20:.0f} MiB"
+        f"{store.stored_bytes / 2**20:.1f} MiB of at most {store.max_bytes / 2**20:.1f} MiB"
     )
+    if store.evictions:
+        _say(
+            f"the store was full: the oldest indexes were dropped {store.evictions:,} times to "
+            "stay within VERDICTFLOW_CONTEXT_STORE_BYTES; raise it to keep the whole corpus"
+        )
     if passages.bad_records:
         raise typer.Exit(1)
 
