@@ -52,6 +52,11 @@ class Settings(BaseSettings):
     #: ``default`` (the shipped file) or ``none`` (every term weighs 1).
     idf_stats: str = "default"
     max_event_bytes: Annotated[int, Field(ge=1024)] = 1_000_000
+    #: Bytes of one record batch of verdicts (``streams/outbox.py``): at most the output
+    #: topics' ``max.message.bytes`` (Kafka's default 1,048,588); lower it for a cluster set
+    #: lower. 16 KiB, aiokafka's default, cost the lexical tier a broker round trip per ~20
+    #: verdicts.
+    output_batch_bytes: Annotated[int, Field(ge=16 * 1024, le=1024 * 1024)] = 256 * 1024
     #: Lexemes the spaCy pipeline may gather before it is loaded afresh between batches
     #: (``verdictflow.nlp.parsing_batch``: memory bounded on ever-new text); 0: no limit.
     spacy_vocab_limit: Annotated[int, Field(ge=0)] = DEFAULT_VOCAB_LIMIT

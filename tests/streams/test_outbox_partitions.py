@@ -75,15 +75,26 @@ async def test_a_batchs_verdicts_for_a_partition_go_out_as_one_record_batch() ->
     groundedness verdict of the bench's answers). At aiokafka's default batch size they went
     out in batches of ~20 records, a broker round trip each (issue 41): with the output
     producer's batches they fit one (aiokafka's own builder, as the outbox fills it)."""
-    producer = output_producer(Settings(broker="kafka://127.0.0.1:1"))
-    batch = producer.create_batch()
     value = b"v" * 772
     headers = [("vf-source", b"answers/0@123456")]
-    appended = [
-        batch.append(key=f"answer-{i}".encode(), value=value, timestamp=None, headers=headers)
-        for i in range(256)
-    ]
-    assert all(meta is not None for meta in appended)
-    # and a record far over it still goes, alone in its batch
-    alone = producer.create_batch()
-    assert alone.append(key=b"k", value=b"v" * 900_000, timestamp=None, headers=[]) is not None
+
+    async def appended(settings: Settings, values: list[bytes]) -> list[object]:
+        producer = output_producer(settings)  # never started: its batches are built locally
+        try:
+            batch = producer.create_batch()
+            return [
+                batch.append(key=f"a{i}".encode(), value=v, timestamp=None, headers=headers)
+                for i, v in enumerate(values)
+            ]
+        finally:
+            await producer.stop()
+
+    default = Settings(broker="kafka://127.0.0.1:1")
+    assert None not in await appended(default, [value] * 256)
+    # VERDICTFLOW_OUTPUT_BATCH_BYTES, for a cluster whose topics take less
+    small = Settings(broker="kafka://127.0.0.1:1", output_batch_bytes=16 * 1024)
+    assert None in await appended(small, [value] * 256)
+    with pytest.raises(ValueError, match="output_batch_bytes"):
+        Settings(output_batch_bytes=1000)
+    # and a record far over the batch size still goes, alone in its batch
+    assert None not in await appended(default, [b"v" * 900_000])
