@@ -51,6 +51,7 @@ from verdictflow.evaluators.evidence_index import (
     EvidenceIndex,
     SentenceLemmas,
     bigrams,
+    is_content_word,
 )
 from verdictflow.evaluators.quantities import (
     DatePoint,
@@ -250,23 +251,25 @@ class ContextIndexer:
         terms = self._candidate_lemmas(lower, lexeme.orth_)
         if norm_ != lower:  # contractions: "n't" is "not", "'re" is "are"
             terms = terms | {norm_} | self._word_lemmas(norm_)
-        punct, space, stop = lexeme.is_punct, lexeme.is_space, lexeme.is_stop
-        alpha, like_num = lexeme.is_alpha, lexeme.like_num
+        punct, space, alpha, like_num = (
+            lexeme.is_punct, lexeme.is_space, lexeme.is_alpha, lexeme.like_num
+        )  # fmt: skip
+        spelled = _is_spelled_number(alpha, like_num, lower)
         return Form(
             norm_,
             lexeme.orth_,
             lower,
             punct,
             space,
-            stop,
+            lexeme.is_stop,
             alpha,
             like_num,
             _is_date_core(lower),
             terms,
             lower in _NEGATIONS,
-            (alpha and (like_num or lower == "half")) or lexeme.orth_ == "%" or lower == "percent",
+            spelled or lexeme.orth_ == "%" or lower == "percent",
             not (punct or space or lower in ("'s", "’s")),
-            not (punct or space or stop),
+            is_content_word(lexeme),
         )
 
     def _sentence_starts(self, forms: Sequence[Form]) -> list[int]:
@@ -336,7 +339,11 @@ class ContextIndexer:
 
 def _spelled_number(form: Form) -> bool:
     """A number written as a word ("three", "half"): what makes a run a number-word span."""
-    return form.is_alpha and (form.like_num or form.lower_ == "half")
+    return _is_spelled_number(form.is_alpha, form.like_num, form.lower_)
+
+
+def _is_spelled_number(alpha: bool, like_num: bool, lower: str) -> bool:
+    return alpha and (like_num or lower == "half")
 
 
 def _number_word_spans(

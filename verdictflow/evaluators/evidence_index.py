@@ -191,9 +191,14 @@ def context_excerpt(contexts: Sequence[EvidenceIndex], index: int, span: Span) -
     }
 
 
+def is_content_word(token: Any) -> bool:
+    """Neither punctuation, space nor a stop word (a spaCy ``Token`` or ``Lexeme``)."""
+    return not (token.is_punct or token.is_space or token.is_stop)
+
+
 def content_words(doc: Any) -> list[str]:
     """Lowercased words that are neither punctuation, space nor stop words, in order."""
-    return [t.lower_ for t in doc if not (t.is_punct or t.is_space or t.is_stop)]
+    return [t.lower_ for t in doc if is_content_word(t)]
 
 
 def digit_runs(text: str) -> tuple[str, ...]:
