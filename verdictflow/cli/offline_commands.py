@@ -188,12 +188,15 @@ def index_contexts(
     total = len(passages.texts)
     started = time.perf_counter()
     lines = ProgressLines(err, "index-contexts passages")  # stderr to a file: lines, not a bar
+    indexed = 0
     with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:
         task = bar.add_task("indexing contexts", total=total)
 
         def done(n: int) -> None:
+            nonlocal indexed
+            indexed += n
             bar.advance(task, n)
-            lines.update(int(bar.tasks[0].completed), total)
+            lines.update(indexed, total)
 
         built = index_passages(
             scoring.analyzer, passages.texts, vocab_limit=settings.spacy_vocab_limit, done=done

@@ -20,17 +20,6 @@ from verdictflow.streams.topics import DEAD_LETTERS, DOC_QUALITY, VERDICT_TOPICS
 #: Topics no Faust table recovers from (read by monitoring consumers, the retriever's follower
 #: and ``export-quality``, all plain consumers): sent through the batching output producer.
 OUTPUT_TOPICS = frozenset((*VERDICT_TOPICS, DEAD_LETTERS, DOC_QUALITY))
-#: Bytes of one record batch of the output producer by default (``VERDICTFLOW_OUTPUT_BATCH_BYTES``
-#: sets it: ``Settings.output_batch_bytes``): a drain's verdicts for one topic partition go out
-#: as one batch (a lexical batch of 256 bench answers is 0.74 MB of verdicts over four
-#: topics, ~180 KB a topic). At aiokafka's default, 16 KiB, a drain cut them into batches of
-#: ~20 records, and the producer keeps one request in flight per partition, so the drain waited
-#: for a broker round trip per batch, and handing them over took 1.18 s of CPU for 20,000
-#: answers, 27 % of the lexical tier's (0.10 s now). Issue 41, 2026-11-30: 0.221-0.232 ms of
-#: CPU an answer and 3,216-3,380 answers/s at 16 KiB, 0.185-0.188 ms and 3,986-4,030/s at
-#: 256 KiB. Kafka's own limit on a batch (``message.max.bytes``) is 1 MiB; a record larger
-#: than this still goes, in a batch alone.
-OUTPUT_BATCH_BYTES = Settings.model_fields["output_batch_bytes"].default
 
 
 class Outbox(Protocol):
@@ -55,7 +44,18 @@ async def send_model(
 
 def output_producer(settings: Settings) -> AIOKafkaProducer:
     """The output producer's client, not started: deliveries acknowledged by every in-sync
-    replica, batches of ``settings.output_batch_bytes`` (:data:`OUTPUT_BATCH_BYTES`)."""
+    replica, record batches of ``settings.output_batch_bytes`` (256 KiB by default,
+    ``VERDICTFLOW_OUTPUT_BATCH_BYTES``).
+
+    A drain's verdicts for one topic partition go out as one batch (a lexical batch of 256
+    bench answers is 0.74 MB of verdicts over four topics, ~180 KB a topic). At aiokafka's
+    default, 16 KiB, a drain cut them into batches of ~20 records, and the producer keeps one
+    request in flight per partition, so the drain waited for a broker round trip per batch, and
+    handing them over took 1.18 s of CPU for 20,000 answers, 27 % of the lexical tier's (0.10 s
+    at 256 KiB). Issue 41, 2026-11-30: 0.221-0.232 ms of CPU an answer and 3,216-3,380
+    answers/s at 16 KiB, 0.185-0.188 ms and 3,986-4,030/s at 256 KiB. Kafka's own limit on a
+    batch (``message.max.bytes``) is 1 MiB; a record larger than the batch size still goes, in
+    a batch alone."""
     return AIOKafkaProducer(
         bootstrap_servers=settings.bootstrap_servers,
         acks="all",
